@@ -1,0 +1,38 @@
+# dmesh: the commands the README names. Everything installs into .venv from
+# PyPI (MPICH included, through the `mpi` extra), so no system MPI is needed.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+RANKS  ?= 1 2 3 4
+
+.PHONY: setup test lint format bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[mpi,test,dev]'
+	touch $(STAMP)
+
+# The whole suite under mpiexec -n 1, 2, 3 and 4; ends with one summary line.
+test: $(STAMP)
+	$(PY) scripts/run_tests.py --ranks $(RANKS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP)
+	$(PY) scripts/bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

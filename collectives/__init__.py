@@ -1,0 +1,56 @@
+"""Functional collectives on NumPy and CuPy arrays over MPI.
+
+Every function takes an array and a ``group`` (an ``MPI.Intracomm``, a 1-D
+mesh, ``(mesh, mesh_dim)``, a list of world ranks, or ``None`` for
+``COMM_WORLD``) and returns a new array; inputs are never modified. Every
+function is collective: all ranks of the group call it, in the same order.
+``async_op=True`` starts the MPI non-blocking operation and returns an
+:class:`AsyncArray` that waits on first use.
+
+Reduce ops are named by strings: ``"sum"``, ``"prod"``, ``"min"``, ``"max"``,
+``"avg"`` and, for integer and bool data, ``"band"``, ``"bor"``, ``"bxor"``,
+``"land"``, ``"lor"``, ``"lxor"``.
+
+This package knows nothing of dmesh or ops (it is the bottom layer).
+"""
+
+from collectives.async_array import AsyncArray
+from collectives.coalesced import (
+    all_gather_coalesced,
+    all_reduce_coalesced,
+    reduce_scatter_coalesced,
+)
+from collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    CollectiveMismatchError,
+    DMeshError,
+)
+from collectives.exchange import all_to_all, permute
+from collectives.gathers import all_gather, broadcast, gather, scatter
+from collectives.group import Group, MeshLike, resolve_group
+from collectives.reduce_ops import REDUCE_OPS
+from collectives.reductions import all_reduce, reduce_scatter
+
+__all__ = [
+    "REDUCE_OPS",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "AsyncArray",
+    "CollectiveMismatchError",
+    "DMeshError",
+    "Group",
+    "MeshLike",
+    "all_gather",
+    "all_gather_coalesced",
+    "all_reduce",
+    "all_reduce_coalesced",
+    "all_to_all",
+    "broadcast",
+    "gather",
+    "permute",
+    "reduce_scatter",
+    "reduce_scatter_coalesced",
+    "resolve_group",
+    "scatter",
+]

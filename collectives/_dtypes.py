@@ -1,0 +1,42 @@
+"""Which array dtypes travel over MPI, and as which MPI datatype."""
+
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+from collectives.errors import ArgumentTypeError
+
+# Single-character codes of the dtypes collectives accept, in a fixed order so
+# that a dtype can travel as a small integer inside a header message.
+_CODES = "?bBhHiIlLqQefdgFDG"
+
+
+def mpi_datatype(dtype: np.dtype) -> MPI.Datatype:
+    """The predefined MPI datatype of ``dtype`` (native byte order).
+
+    mpi4py's own table of predefined types, the one it uses for buffers it
+    describes itself. (``mpi4py.util.dtlib.from_numpy_dtype`` returns a
+    duplicated, user-defined type, on which MPI defines no reduction.)
+    """
+    return MPI._typedict[dtype.char]
+
+
+def check_dtype(dtype: np.dtype, argument: str) -> np.dtype:
+    """Return ``dtype`` if collectives can move it, else raise ``ArgumentTypeError``."""
+    if dtype.char not in _CODES or not dtype.isnative:
+        raise ArgumentTypeError(
+            f"{argument}: dtype {dtype} is not supported; collectives move bool, integer, "
+            "float and complex arrays in native byte order (convert with .astype)"
+        )
+    return dtype
+
+
+def dtype_code(dtype: np.dtype) -> int:
+    """A small integer naming ``dtype``, for header messages."""
+    return _CODES.index(dtype.char)
+
+
+def dtype_from_code(code: int) -> np.dtype:
+    """Inverse of :func:`dtype_code`."""
+    return np.dtype(_CODES[code])

@@ -1,0 +1,105 @@
+"""Reduce operations by name, and how each is carried out for a given dtype.
+
+The result of a reduction across ranks is what ``ufunc.reduce`` would give
+over a stacked axis with the input's dtype kept, e.g. ``np.add.reduce(stack,
+axis=0, dtype=x.dtype)``; ``"avg"`` is ``sum / group size`` and, like
+``np.mean``, gives float64 for integer and bool data.
+
+MPI only defines its logical operations on ``MPI_C_BOOL`` and no arithmetic
+or bitwise ones, so bool data uses the ops NumPy's bool ufuncs reduce to:
+``add``/``maximum``/``bitwise_or`` are logical or, ``multiply``/``minimum``/
+``bitwise_and`` logical and, ``bitwise_xor`` logical xor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from collectives.errors import ArgumentError, ArgumentTypeError, suggest
+
+REDUCE_OPS: tuple[str, ...] = (
+    "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor", "lxor",
+)  # fmt: skip
+
+_MPI_OPS = {
+    "sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "avg": MPI.SUM,
+    "band": MPI.BAND, "bor": MPI.BOR, "bxor": MPI.BXOR,
+    "land": MPI.LAND, "lor": MPI.LOR, "lxor": MPI.LXOR,
+}  # fmt: skip
+
+_BOOL_OPS = {
+    "sum": MPI.LOR, "max": MPI.LOR, "bor": MPI.LOR, "lor": MPI.LOR,
+    "prod": MPI.LAND, "min": MPI.LAND, "band": MPI.LAND, "land": MPI.LAND,
+    "bxor": MPI.LXOR, "lxor": MPI.LXOR,
+}  # fmt: skip
+
+_INTEGER_ONLY = frozenset({"band", "bor", "bxor", "land", "lor", "lxor"})
+_ORDERED = frozenset({"min", "max"})
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """How to reduce one dtype with one op.
+
+    ``wire`` is the dtype sent (it differs from the input only for ``"avg"``),
+    ``mpi_op`` the MPI operation, ``result`` the dtype returned and ``average``
+    whether the sum is divided by the group size afterwards.
+    """
+
+    op: str
+    mpi_op: MPI.Op
+    wire: np.dtype
+    result: np.dtype
+    average: bool
+
+
+def check_op(op: Any) -> str:
+    """Validate an op name; raise with the allowed names otherwise."""
+    if not isinstance(op, str):
+        raise ArgumentTypeError(
+            f"op: expected one of the names {', '.join(REDUCE_OPS)}; got {type(op).__name__}: "
+            f"{op!r}"
+        )
+    if op not in _MPI_OPS:
+        raise ArgumentError(
+            f"op={op!r} is not a reduce op{suggest(op, REDUCE_OPS)}; "
+            f"allowed: {', '.join(REDUCE_OPS)}"
+        )
+    return op
+
+
+def reduce_plan(op: Any, dtype: np.dtype) -> ReducePlan:
+    """The :class:`ReducePlan` for ``op`` on ``dtype``; raises for invalid pairs."""
+    return _plan(check_op(op), dtype)
+
+
+@lru_cache(maxsize=512)
+def _plan(op: str, dtype: np.dtype) -> ReducePlan:
+    kind = dtype.kind
+    if kind == "c" and op in _ORDERED:
+        raise ArgumentTypeError(
+            f"op={op!r} is not defined for complex data ({dtype}): complex numbers are "
+            "not ordered; reduce .real or abs(x) instead"
+        )
+    if op in _INTEGER_ONLY and kind not in "biu":
+        raise ArgumentTypeError(
+            f"op={op!r} needs integer or bool data, got {dtype}; "
+            "for float data use 'sum', 'prod', 'min', 'max' or 'avg'"
+        )
+    if op == "avg":
+        wire: np.dtype
+        if kind in "biu":
+            wire = np.dtype(np.float64)
+        elif dtype == np.float16:
+            wire = np.dtype(np.float32)  # accumulate like np.mean does for float16
+        else:
+            wire = dtype
+        result = np.dtype(np.float64) if kind in "biu" else dtype
+        return ReducePlan(op, MPI.SUM, wire, result, True)
+    mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
+    return ReducePlan(op, mpi_op, dtype, dtype, False)

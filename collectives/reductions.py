@@ -1,0 +1,106 @@
+"""``all_reduce`` and ``reduce_scatter``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collectives._common import as_array, check_flag, complete, from_front, row_size, to_front
+from collectives._device import transport_for
+from collectives._dtypes import mpi_datatype
+from collectives._layout import balanced_sizes, check_sizes, normalize_axis
+from collectives.errors import ArgumentError
+from collectives.group import Group, resolve_group
+from collectives.reduce_ops import ReducePlan, reduce_plan
+
+__all__ = ["all_reduce", "reduce_scatter"]
+
+
+def _finish_reduction(result: Any, plan: ReducePlan, size: int) -> Any:
+    if plan.average:
+        result /= size
+    if result.dtype != plan.result:
+        result = result.astype(plan.result)
+    return result
+
+
+def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool = False) -> Any:
+    """Reduce ``x`` elementwise over the ranks of ``group``; every rank gets the result.
+
+    Collective: every rank of ``group`` calls it with an array of the same shape
+    and dtype. ``op`` is one of ``collectives.REDUCE_OPS``. ``x`` is not
+    modified; a new array is returned (an :class:`AsyncArray` with
+    ``async_op=True``).
+    """
+    x = as_array(x)
+    plan = reduce_plan(op, x.dtype)
+    check_flag(async_op, "async_op")
+    comm = resolve_group(group)
+    transport = transport_for(x, comm)
+    send = transport.outgoing(transport.xp.ascontiguousarray(x, dtype=plan.wire))
+    recv = transport.empty(x.shape, plan.wire)
+    datatype = mpi_datatype(plan.wire)
+    count = x.size
+    sendspec, recvspec = [send, count, datatype], [recv, count, datatype]
+
+    def finish() -> Any:
+        return _finish_reduction(transport.incoming(recv), plan, comm.Get_size())
+
+    return complete(
+        async_op,
+        lambda: comm.Allreduce(sendspec, recvspec, plan.mpi_op),
+        lambda: [comm.Iallreduce(sendspec, recvspec, plan.mpi_op)],
+        finish,
+        x.shape,
+        plan.result,
+    )
+
+
+def reduce_scatter(
+    x: Any,
+    op: str = "sum",
+    axis: int = 0,
+    group: Group = None,
+    *,
+    sizes: Any = None,
+    async_op: bool = False,
+) -> Any:
+    """Reduce ``x`` over the ranks of ``group``; rank ``p`` gets the ``p``-th piece along ``axis``.
+
+    The pieces follow the balanced split (``numpy.array_split``: the first
+    ``n % size`` ranks get one more) unless ``sizes`` gives one length per
+    rank. Collective: every rank passes an array of the same shape and dtype,
+    and the same ``sizes``. Returns a new array (``AsyncArray`` if ``async_op``).
+    """
+    x = as_array(x)
+    if x.ndim == 0:
+        raise ArgumentError("reduce_scatter: x is 0-d; it needs an axis to split")
+    axis = normalize_axis(axis, x.ndim)
+    plan = reduce_plan(op, x.dtype)
+    check_flag(async_op, "async_op")
+    comm = resolve_group(group)
+    nranks = comm.Get_size()
+    length = x.shape[axis]
+    pieces = balanced_sizes(length, nranks) if sizes is None else check_sizes(sizes, nranks, length)
+    transport = transport_for(x, comm)
+    per_row = row_size(x.shape, axis)
+    mine = pieces[comm.Get_rank()]
+    rest = tuple(s for i, s in enumerate(x.shape) if i != axis)
+    send = transport.outgoing(to_front(x, axis, plan.wire))
+    recv = transport.empty((mine, *rest), plan.wire)
+    datatype = mpi_datatype(plan.wire)
+    counts = [p * per_row for p in pieces]
+    sendspec, recvspec = [send, datatype], [recv, mine * per_row, datatype]
+    out_shape = x.shape[:axis] + (mine,) + x.shape[axis + 1 :]
+
+    def finish() -> Any:
+        result = from_front(transport.incoming(recv), axis)
+        return _finish_reduction(result, plan, nranks)
+
+    return complete(
+        async_op,
+        lambda: comm.Reduce_scatter(sendspec, recvspec, counts, plan.mpi_op),
+        lambda: [comm.Ireduce_scatter(sendspec, recvspec, counts, plan.mpi_op)],
+        finish,
+        out_shape,
+        plan.result,
+    )

@@ -1,0 +1,87 @@
+"""all_to_all and permute against NumPy on one process."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import collectives as C
+from helpers import assert_all, assert_equal_all
+from references import DATA_MOVEMENT_DTYPES, rank_array
+
+
+def all_to_all_reference(
+    inputs: list[np.ndarray], split_axis: int, concat_axis: int, rank: int
+) -> np.ndarray:
+    n = len(inputs)
+    pieces = [np.array_split(x, n, axis=split_axis)[rank] for x in inputs]
+    return np.concatenate(pieces, axis=concat_axis)
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("with_sizes", [False, True])
+def test_all_to_all_every_axis_pair(comm: MPI.Intracomm, ndim: int, with_sizes: bool) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    for split_axis, concat_axis in itertools.product(range(ndim), repeat=2):
+        for dtype in (np.float64, np.int8, np.complex64, np.bool_):
+            # Uneven everywhere: the split axis does not divide by n, and each
+            # rank's length along the concat axis differs (rank 0 may be empty).
+            def shape_of(
+                r: int, split_axis: int = split_axis, concat_axis: int = concat_axis
+            ) -> tuple[int, ...]:
+                shape = [2, 3, 2][:ndim]
+                shape[split_axis] = n + 1
+                if concat_axis != split_axis:
+                    shape[concat_axis] = r % 3
+                return tuple(shape)
+
+            inputs = [rank_array(shape_of(r), dtype, r) for r in range(n)]
+            kwargs = {}
+            if with_sizes:
+                split = np.array_split(np.arange(n + 1), n)
+                kwargs = {
+                    "split_sizes": [len(s) for s in split],
+                    "concat_sizes": [
+                        len(split[rank]) if concat_axis == split_axis else shape_of(q)[concat_axis]
+                        for q in range(n)
+                    ],
+                }
+            result = C.all_to_all(inputs[rank], split_axis, concat_axis, comm, **kwargs)
+            expected = all_to_all_reference(inputs, split_axis, concat_axis, rank)
+            assert_equal_all(comm, result, expected)
+
+
+def test_all_to_all_explicit_uneven_split(comm: MPI.Intracomm) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    # Every row goes to the last rank; the others receive empty pieces.
+    inputs = [rank_array((5, 2), np.float32, r) for r in range(n)]
+    sizes = [0] * (n - 1) + [5]
+    result = C.all_to_all(inputs[rank], 0, 1, comm, split_sizes=sizes)
+    pieces = [x[: sizes[rank]] if rank == n - 1 else x[:0] for x in inputs]
+    assert_equal_all(comm, result, np.concatenate(pieces, axis=1))
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (4,), (2, 3)])
+def test_permute_ring_shift(comm: MPI.Intracomm, shape: tuple[int, ...]) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    for dtype in DATA_MOVEMENT_DTYPES:
+        inputs = [rank_array(shape, dtype, r) for r in range(n)]
+        ring = [(r, (r + 1) % n) for r in range(n)]
+        result = C.permute(inputs[rank], ring, comm)
+        assert_equal_all(comm, result, inputs[(rank - 1) % n])
+
+
+def test_permute_open_chain_with_uneven_blocks(comm: MPI.Intracomm) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    # Rank r holds r + 1 rows and sends them to rank r + 1; rank 0 receives nothing.
+    inputs = [rank_array((r + 1, 2), np.int64, r) for r in range(n)]
+    chain = [(r, r + 1) for r in range(n - 1)]
+    recv_shape = (rank, 2) if rank > 0 else None
+    result = C.permute(inputs[rank], chain, comm, recv_shape=recv_shape)
+    if rank == 0:
+        assert_all(comm, result is None, f"rank 0 receives nothing, got {result!r}")
+    else:
+        assert_equal_all(comm, result, inputs[rank - 1])

@@ -1,0 +1,66 @@
+"""all_reduce and reduce_scatter against NumPy on one process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import collectives as C
+from helpers import assert_equal_all
+from references import DTYPES, rank_array, reduce_reference, tolerance, valid_pair
+
+SHAPES = [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]
+
+
+@pytest.mark.parametrize("op", C.REDUCE_OPS)
+def test_all_reduce_every_op_dtype_and_shape(comm: MPI.Intracomm, op: str) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    for dtype in DTYPES:
+        if not valid_pair(op, dtype):
+            continue
+        for shape in SHAPES:
+            inputs = [rank_array(shape, dtype, r) for r in range(n)]
+            before = inputs[rank].copy()
+            result = C.all_reduce(inputs[rank], op, comm)
+            expected = reduce_reference(op, inputs)
+            assert_equal_all(comm, result, expected, **tolerance(op, dtype))
+            assert_equal_all(comm, inputs[rank], before)  # the input is untouched
+
+
+def test_all_reduce_non_contiguous_input(comm: MPI.Intracomm) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    inputs = [rank_array((6, 8), np.float64, r) for r in range(n)]
+    views = [a[::2, 1::3] for a in inputs]
+    result = C.all_reduce(views[rank], "max", comm)
+    assert_equal_all(comm, result, reduce_reference("max", views))
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "avg", "bxor", "prod"])
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 4, 3)])
+def test_reduce_scatter_every_axis(comm: MPI.Intracomm, op: str, shape: tuple[int, ...]) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    for dtype in (np.int32, np.float64, np.bool_, np.complex64):
+        if not valid_pair(op, dtype):
+            continue
+        for axis in range(-len(shape), len(shape)):
+            inputs = [rank_array(shape, dtype, r) for r in range(n)]
+            result = C.reduce_scatter(inputs[rank], op, axis, comm)
+            expected = np.array_split(reduce_reference(op, inputs), n, axis=axis)[rank]
+            assert_equal_all(comm, result, expected, **tolerance(op, dtype))
+
+
+def test_reduce_scatter_uneven_and_empty_pieces(comm: MPI.Intracomm) -> None:
+    n, rank = comm.Get_size(), comm.Get_rank()
+    # Fewer rows than ranks: trailing ranks get empty pieces.
+    inputs = [rank_array((n - 1, 3), np.float64, r) for r in range(n)]
+    result = C.reduce_scatter(inputs[rank], "sum", 0, comm)
+    expected = np.array_split(reduce_reference("sum", inputs), n, axis=0)[rank]
+    assert_equal_all(comm, result, expected, rtol=1e-13)
+    # Explicit sizes: rank r gets r + 1 columns (the last rank gets what remains).
+    sizes = [r + 1 for r in range(n)]
+    inputs = [rank_array((2, sum(sizes)), np.int64, r) for r in range(n)]
+    result = C.reduce_scatter(inputs[rank], "sum", 1, comm, sizes=sizes)
+    full = reduce_reference("sum", inputs)
+    start = sum(sizes[:rank])
+    assert_equal_all(comm, result, full[:, start : start + sizes[rank]])
