@@ -66,6 +66,8 @@ def _deliver(
 def _finish(result: Any, plan: ReducePlan, nranks: int) -> Any:
     if plan.average:
         result /= nranks
+    elif plan.truth:
+        result = (result != 0).astype(plan.result)
     return result if result.dtype == plan.result else result.astype(plan.result)
 
 

@@ -35,7 +35,7 @@ from collectives._common import (
 from collectives._device import is_device_array, transport_for, transport_for_device
 from collectives._dtypes import mpi_datatype
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
-from collectives.errors import ArgumentError
+from collectives.errors import ArgumentError, ArgumentTypeError
 from collectives.group import Group, resolve_group
 
 __all__ = ["all_gather", "broadcast", "gather", "scatter"]
@@ -129,7 +129,12 @@ def gather(
     out_shape = x.shape[:axis] + (total,) + x.shape[axis + 1 :]
     if comm.Get_rank() != dst:
         # Nothing to return here, so nothing to overlap with: send and return.
-        comm.Gatherv(sendspec, None, dst)
+        # (The non-blocking form still, since MPI does not match a blocking
+        # collective on one rank with a non-blocking one on another.)
+        if async_op:
+            comm.Igatherv(sendspec, None, dst).Wait()
+        else:
+            comm.Gatherv(sendspec, None, dst)
         return None
     recv = transport.empty((total, *rest), x.dtype)
     counts = [p * per_row for p in pieces]
@@ -166,7 +171,7 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
             error = exc
             header[0] = -1
     comm.Bcast(header, src)
-    _raise_if_root_failed(header, error, src, "broadcast")
+    _raise_if_root_failed(comm, header, error, src, "broadcast")
     shape, dtype, (on_device,) = decode_header(header)
     transport = transport_for_device(bool(on_device), comm)
     if is_src:
@@ -187,16 +192,22 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
 
 
 def _raise_if_root_failed(
-    header: np.ndarray, error: Exception | None, root: int, what: str
+    comm: MPI.Intracomm, header: np.ndarray, error: Exception | None, root: int, what: str
 ) -> None:
-    """Raise on every rank when the root announced invalid arguments (``header[0] < 0``)."""
+    """Raise on every rank when the root announced invalid arguments (``header[0] < 0``).
+
+    The root's message follows in one pickled broadcast (only on this error
+    path), so every rank raises the same kind of error with the same text.
+    """
     if header[0] >= 0:
         return
+    is_type_error, message = comm.bcast(
+        (isinstance(error, TypeError), str(error)) if error is not None else None, root
+    )
     if error is not None:
         raise error
-    raise ArgumentError(
-        f"{what}: the arguments on rank {root} (the root) are invalid; see its error"
-    )
+    kind = ArgumentTypeError if is_type_error else ArgumentError
+    raise kind(f"{what}: invalid arguments on rank {root} (the root): {message}")
 
 
 def scatter(
@@ -243,7 +254,7 @@ def scatter(
             error = exc
             header[0] = -1
     comm.Bcast(header, src)
-    _raise_if_root_failed(header, error, src, "scatter")
+    _raise_if_root_failed(comm, header, error, src, "scatter")
     shape, dtype, extra = decode_header(header)
     on_device, axis, pieces = extra[0], extra[1], extra[2:]
     per_row = row_size(shape, axis)

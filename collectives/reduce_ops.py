@@ -47,8 +47,11 @@ class ReducePlan:
     """How to reduce one dtype with one op.
 
     ``wire`` is the dtype sent (it differs from the input only for ``"avg"``),
-    ``mpi_op`` the MPI operation, ``result`` the dtype returned and ``average``
-    whether the sum is divided by the group size afterwards.
+    ``mpi_op`` the MPI operation, ``result`` the dtype returned, ``average``
+    whether the sum is divided by the group size afterwards, and ``truth``
+    whether integer results are mapped to 0/1: MPI applies no op when a group
+    has one rank, so ``"land"`` of 2 would stay 2 there but become 1 on two
+    ranks; mapping makes the answer independent of the rank count.
     """
 
     op: str
@@ -56,6 +59,7 @@ class ReducePlan:
     wire: np.dtype
     result: np.dtype
     average: bool
+    truth: bool = False
 
 
 def check_op(op: Any) -> str:
@@ -102,4 +106,5 @@ def _plan(op: str, dtype: np.dtype) -> ReducePlan:
         result = np.dtype(np.float64) if kind in "biu" else dtype
         return ReducePlan(op, MPI.SUM, wire, result, True)
     mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
-    return ReducePlan(op, mpi_op, dtype, dtype, False)
+    truth = kind in "iu" and op in ("land", "lor", "lxor")
+    return ReducePlan(op, mpi_op, dtype, dtype, False, truth)

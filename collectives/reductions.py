@@ -18,6 +18,8 @@ __all__ = ["all_reduce", "reduce_scatter"]
 def _finish_reduction(result: Any, plan: ReducePlan, size: int) -> Any:
     if plan.average:
         result /= size
+    elif plan.truth:
+        result = (result != 0).astype(plan.result)
     if result.dtype != plan.result:
         result = result.astype(plan.result)
     return result
