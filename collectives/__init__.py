@@ -12,8 +12,12 @@ Reduce ops are named by strings: ``"sum"``, ``"prod"``, ``"min"``, ``"max"``,
 ``"land"``, ``"lor"``, ``"lxor"``.
 
 This package knows nothing of dmesh or ops (it is the bottom layer).
+
+Importing it raises glibc's mmap threshold so that large result arrays reuse
+heap memory (see ``collectives._memory``; ``DMESH_MALLOC_TUNING=0`` opts out).
 """
 
+from collectives._memory import tune_malloc
 from collectives.async_array import AsyncArray
 from collectives.coalesced import (
     all_gather_coalesced,
@@ -31,6 +35,8 @@ from collectives.gathers import all_gather, broadcast, gather, scatter
 from collectives.group import Group, MeshLike, resolve_group
 from collectives.reduce_ops import REDUCE_OPS
 from collectives.reductions import all_reduce, reduce_scatter
+
+tune_malloc()
 
 __all__ = [
     "REDUCE_OPS",

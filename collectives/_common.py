@@ -9,7 +9,7 @@ import numpy as np
 from mpi4py import MPI
 
 from collectives._device import array_module, is_device_array
-from collectives._dtypes import check_dtype, dtype_code, dtype_from_code
+from collectives._dtypes import SUPPORTED_CODES, check_dtype, dtype_code, dtype_from_code
 from collectives.async_array import AsyncArray, Pending
 from collectives.errors import ArgumentError, ArgumentTypeError
 
@@ -18,6 +18,8 @@ MAX_DIMS = 64  # numpy.ndarray's dimension limit (NPY_MAXDIMS in NumPy 2)
 
 def as_array(x: Any, argument: str = "x") -> Any:
     """``x`` as a NumPy or CuPy array of a dtype collectives can move."""
+    if type(x) is np.ndarray and x.dtype.char in SUPPORTED_CODES and x.dtype.isnative:
+        return x  # the common case first: this is on every call's path
     if is_device_array(x) or isinstance(x, np.ndarray):
         array = x
     else:

@@ -67,7 +67,7 @@ class Transport:
         return self.xp.asnumpy(buf)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-        """A receive buffer MPI can write to."""
+        """A receive buffer MPI can write to (C-contiguous)."""
         if self.on_device and self.direct:
             return self.xp.empty(shape, dtype)
         return np.empty(shape, dtype)
@@ -84,6 +84,8 @@ HOST = Transport(False, False, np)
 
 def transport_for(x: Any, comm: MPI.Intracomm) -> Transport:
     """The transport for arrays like ``x`` on ``comm``."""
+    if type(x) is np.ndarray:
+        return HOST
     cp = cupy_module()
     if cp is None or not isinstance(x, cp.ndarray):
         return HOST

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from mpi4py import MPI
 
@@ -10,6 +12,8 @@ from collectives.errors import ArgumentTypeError
 # Single-character codes of the dtypes collectives accept, in a fixed order so
 # that a dtype can travel as a small integer inside a header message.
 _CODES = "?bBhHiIlLqQefdgFDG"
+SUPPORTED_CODES = frozenset(_CODES)
+_BY_CODE: dict[str, MPI.Datatype] = {code: MPI._typedict[code] for code in _CODES}
 
 
 def mpi_datatype(dtype: np.dtype) -> MPI.Datatype:
@@ -20,6 +24,16 @@ def mpi_datatype(dtype: np.dtype) -> MPI.Datatype:
     duplicated, user-defined type, on which MPI defines no reduction.)
     """
     return MPI._typedict[dtype.char]
+
+
+def host_datatype(x: Any) -> MPI.Datatype | None:
+    """The MPI datatype of a NumPy array's elements, or None if not native and supported.
+
+    For the fast paths: one dict lookup instead of the checks of
+    :func:`check_dtype` (which gives the error message when this says None).
+    """
+    dtype = x.dtype
+    return _BY_CODE.get(dtype.char) if dtype.isnative else None
 
 
 def check_dtype(dtype: np.dtype, argument: str) -> np.dtype:

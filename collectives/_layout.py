@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -43,12 +44,14 @@ def check_sizes(
 ) -> tuple[int, ...]:
     """Validate explicit piece sizes: ``parts`` non-negative ints summing to ``total``."""
     try:
-        values = tuple(int(s) for s in sizes)
+        # map(operator.index) runs in C (this is on the small-message path) and,
+        # unlike int(), rejects floats such as 2.5.
+        values = tuple(map(operator.index, sizes))
     except TypeError as exc:
         raise ArgumentTypeError(
             f"{argument}: expected a sequence of {parts} ints, got {sizes!r}"
         ) from exc
-    if len(values) != parts or any(v < 0 for v in values):
+    if len(values) != parts or (values and min(values) < 0):
         raise ArgumentError(
             f"{argument}: expected {parts} non-negative sizes (one per rank), got {list(values)}"
         )

@@ -33,7 +33,7 @@ from collectives._common import (
     to_front,
 )
 from collectives._device import is_device_array, transport_for, transport_for_device
-from collectives._dtypes import mpi_datatype
+from collectives._dtypes import host_datatype, mpi_datatype
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
 from collectives.errors import ArgumentError, ArgumentTypeError
 from collectives.group import Group, resolve_group
@@ -76,29 +76,62 @@ def all_gather(
     agree). ``sizes`` (one length per rank, the same on every rank) skips the
     size exchange. 0-d inputs are stacked into a 1-D result. Collective.
     """
+    if (
+        type(x) is np.ndarray
+        and axis == 0
+        and async_op is False
+        and type(sizes) in (list, tuple)
+        and isinstance(group, MPI.Intracomm)
+        and x.ndim
+        and x.flags.c_contiguous
+    ):
+        # The small-message path (what DArrays use: sizes known from the
+        # layout): equal pieces along axis 0 of a contiguous host array.
+        nranks, datatype = group.Get_size(), host_datatype(x)
+        if datatype is not None and len(sizes) == nranks and sizes.count(x.shape[0]) == nranks:
+            out = np.empty((nranks * x.shape[0], *x.shape[1:]), x.dtype)
+            group.Allgather([x, x.size, datatype], [out, datatype])
+            return out
     x, axis = _as_gatherable(x, axis)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     pieces = _gather_sizes(comm, x, axis, sizes, "all_gather")
     transport = transport_for(x, comm)
-    per_row = row_size(x.shape, axis)
-    rest = tuple(s for i, s in enumerate(x.shape) if i != axis)
-    send = transport.outgoing(to_front(x, axis))
+    send = to_front(x, axis)  # (length, *rest), C-contiguous
     total = sum(pieces)
-    recv = transport.empty((total, *rest), x.dtype)
+    recv = transport.empty((total, *send.shape[1:]), x.dtype)
     datatype = mpi_datatype(x.dtype)
+    sendspec = [transport.outgoing(send), send.size, datatype]
+    out_shape = (*x.shape[:axis], total, *x.shape[axis + 1 :])
+
+    def finish() -> Any:
+        return from_front(transport.incoming(recv), axis)
+
+    if min(pieces) == max(pieces):
+        # Equal pieces: the plain call, which MPI libraries tune harder than
+        # the v-variant (MPICH: 4.7 ms against 7.1 ms for 2 x 16 MiB).
+        recvspec: list[Any] = [recv, datatype]
+        if not async_op:
+            comm.Allgather(sendspec, recvspec)
+            return finish()
+        return complete(
+            True, _no_op, lambda: [comm.Iallgather(sendspec, recvspec)], finish, out_shape, x.dtype
+        )
+    per_row = recv.size // total
     counts = [p * per_row for p in pieces]
-    sendspec = [send, x.shape[axis] * per_row, datatype]
     recvspec = [recv, (counts, offsets_of(counts)), datatype]
-    out_shape = x.shape[:axis] + (total,) + x.shape[axis + 1 :]
     return complete(
         async_op,
         lambda: comm.Allgatherv(sendspec, recvspec),
         lambda: [comm.Iallgatherv(sendspec, recvspec)],
-        lambda: from_front(transport.incoming(recv), axis),
+        finish,
         out_shape,
         x.dtype,
     )
+
+
+def _no_op() -> None:
+    return None
 
 
 def gather(

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from collectives._dtypes import mpi_datatype
 from collectives.errors import ArgumentError, ArgumentTypeError, suggest
 
 REDUCE_OPS: tuple[str, ...] = (
@@ -46,9 +47,10 @@ _ORDERED = frozenset({"min", "max"})
 class ReducePlan:
     """How to reduce one dtype with one op.
 
-    ``wire`` is the dtype sent (it differs from the input only for ``"avg"``),
-    ``mpi_op`` the MPI operation, ``result`` the dtype returned, ``average``
-    whether the sum is divided by the group size afterwards, and ``truth``
+    ``wire`` is the dtype sent (it differs from the input only for ``"avg"``)
+    and ``datatype`` its MPI datatype, ``mpi_op`` the MPI operation,
+    ``result`` the dtype returned, ``average`` whether the sum is divided by
+    the group size afterwards, and ``truth``
     whether integer results are mapped to 0/1: MPI applies no op when a group
     has one rank, so ``"land"`` of 2 would stay 2 there but become 1 on two
     ranks; mapping makes the answer independent of the rank count.
@@ -57,9 +59,11 @@ class ReducePlan:
     op: str
     mpi_op: MPI.Op
     wire: np.dtype
+    datatype: MPI.Datatype
     result: np.dtype
     average: bool
     truth: bool = False
+    plain: bool = False  # the received buffer is the result as is (no post-processing)
 
 
 def check_op(op: Any) -> str:
@@ -77,9 +81,27 @@ def check_op(op: Any) -> str:
     return op
 
 
+_plans: dict[tuple[Any, str], ReducePlan] = {}
+
+
 def reduce_plan(op: Any, dtype: np.dtype) -> ReducePlan:
     """The :class:`ReducePlan` for ``op`` on ``dtype``; raises for invalid pairs."""
-    return _plan(check_op(op), dtype)
+    # Keyed by the dtype's one-letter code: hashing a dtype object costs more,
+    # and this lookup is on every reduction's path. Only valid pairs are stored.
+    try:
+        return _plans[op, dtype.char]
+    except (KeyError, TypeError):
+        plan = _plan(check_op(op), dtype)
+        _plans[op, dtype.char] = plan
+        return plan
+
+
+def known_plan(op: Any, code: str) -> ReducePlan | None:
+    """The plan of an (op, dtype code) pair already validated by :func:`reduce_plan`, else None."""
+    try:
+        return _plans.get((op, code))
+    except TypeError:  # an unhashable op: reduce_plan gives the error message
+        return None
 
 
 @lru_cache(maxsize=512)
@@ -104,7 +126,9 @@ def _plan(op: str, dtype: np.dtype) -> ReducePlan:
         else:
             wire = dtype
         result = np.dtype(np.float64) if kind in "biu" else dtype
-        return ReducePlan(op, MPI.SUM, wire, result, True)
+        return ReducePlan(op, MPI.SUM, wire, mpi_datatype(wire), result, average=True)
     mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
     truth = kind in "iu" and op in ("land", "lor", "lxor")
-    return ReducePlan(op, mpi_op, dtype, dtype, False, truth)
+    return ReducePlan(
+        op, mpi_op, dtype, mpi_datatype(dtype), dtype, average=False, truth=truth, plain=not truth
+    )

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from mpi4py import MPI
+
 from collectives._common import as_array, check_flag, complete, from_front, row_size, to_front
 from collectives._device import transport_for
 from collectives._dtypes import mpi_datatype
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis
 from collectives.errors import ArgumentError
 from collectives.group import Group, resolve_group
-from collectives.reduce_ops import ReducePlan, reduce_plan
+from collectives.reduce_ops import ReducePlan, known_plan, reduce_plan
 
 __all__ = ["all_reduce", "reduce_scatter"]
 
 
 def _finish_reduction(result: Any, plan: ReducePlan, size: int) -> Any:
+    if plan.plain:
+        return result
     if plan.average:
         result /= size
     elif plan.truth:
@@ -33,23 +38,40 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     modified; a new array is returned (an :class:`AsyncArray` with
     ``async_op=True``).
     """
+    if (
+        type(x) is np.ndarray
+        and async_op is False
+        and isinstance(group, MPI.Intracomm)
+        and x.flags.c_contiguous
+        and x.dtype.isnative
+    ):
+        # The small-message path: a contiguous host array on a communicator,
+        # with an (op, dtype) pair validated before. Everything else below.
+        known = known_plan(op, x.dtype.char)
+        if known is not None and known.plain:
+            out = np.empty_like(x)
+            count, datatype = x.size, known.datatype
+            group.Allreduce([x, count, datatype], [out, count, datatype], known.mpi_op)
+            return out
     x = as_array(x)
     plan = reduce_plan(op, x.dtype)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     transport = transport_for(x, comm)
-    send = transport.outgoing(transport.xp.ascontiguousarray(x, dtype=plan.wire))
-    recv = transport.empty(x.shape, plan.wire)
-    datatype = mpi_datatype(plan.wire)
-    count = x.size
-    sendspec, recvspec = [send, count, datatype], [recv, count, datatype]
+    send = transport.xp.ascontiguousarray(x, dtype=plan.wire)
+    recv = transport.empty(x.shape, plan.wire)  # x.shape: ascontiguousarray makes 0-d 1-d
+    count, datatype = x.size, plan.datatype
+    sendspec, recvspec = [transport.outgoing(send), count, datatype], [recv, count, datatype]
+    if not async_op:  # this path stays short: it is what small-message latency sees
+        comm.Allreduce(sendspec, recvspec, plan.mpi_op)
+        return _finish_reduction(transport.incoming(recv), plan, comm.Get_size())
 
     def finish() -> Any:
         return _finish_reduction(transport.incoming(recv), plan, comm.Get_size())
 
     return complete(
-        async_op,
-        lambda: comm.Allreduce(sendspec, recvspec, plan.mpi_op),
+        True,
+        lambda: None,
         lambda: [comm.Iallreduce(sendspec, recvspec, plan.mpi_op)],
         finish,
         x.shape,
@@ -73,6 +95,22 @@ def reduce_scatter(
     rank. Collective: every rank passes an array of the same shape and dtype,
     and the same ``sizes``. Returns a new array (``AsyncArray`` if ``async_op``).
     """
+    if (
+        type(x) is np.ndarray
+        and axis == 0
+        and sizes is None
+        and async_op is False
+        and isinstance(group, MPI.Intracomm)
+        and x.ndim
+        and x.flags.c_contiguous
+        and x.dtype.isnative
+    ):
+        # The small-message path: equal balanced pieces along axis 0.
+        known, nranks = known_plan(op, x.dtype.char), group.Get_size()
+        if known is not None and known.plain and x.shape[0] % nranks == 0:
+            out = np.empty((x.shape[0] // nranks, *x.shape[1:]), x.dtype)
+            group.Reduce_scatter_block([x, known.datatype], [out, known.datatype], known.mpi_op)
+            return out
     x = as_array(x)
     if x.ndim == 0:
         raise ArgumentError("reduce_scatter: x is 0-d; it needs an axis to split")
@@ -98,6 +136,15 @@ def reduce_scatter(
         result = from_front(transport.incoming(recv), axis)
         return _finish_reduction(result, plan, nranks)
 
+    if min(pieces) == max(pieces):  # equal pieces: the plain (better tuned) call
+        return complete(
+            async_op,
+            lambda: comm.Reduce_scatter_block(sendspec, recvspec, plan.mpi_op),
+            lambda: [comm.Ireduce_scatter_block(sendspec, recvspec, plan.mpi_op)],
+            finish,
+            out_shape,
+            plan.result,
+        )
     return complete(
         async_op,
         lambda: comm.Reduce_scatter(sendspec, recvspec, counts, plan.mpi_op),

@@ -1,0 +1,32 @@
+"""``make bench``: run every benchmark under mpiexec and print its table.
+
+Benchmarks print ratios against a baseline measured in the same run (raw
+mpi4py, one-process NumPy); results also go to ``build/bench/*.json``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mpi_env import rank_env
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = [("bench_collectives.py", 2)]
+
+
+def main() -> int:
+    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    failed = 0
+    for script, ranks in BENCHMARKS:
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, str(ROOT / "scripts" / script)]
+        print(f"$ mpiexec -n {ranks} python scripts/{script}", flush=True)
+        failed |= subprocess.run(cmd, env=rank_env(ranks), cwd=ROOT).returncode != 0
+    return int(failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
