@@ -129,6 +129,7 @@ def complete(
     separately, and their non-blocking twins are often slower for one message.
     """
     if async_op:
-        return AsyncArray(Pending(nonblocking(), lambda: (finish(),)), 0, shape, dtype)
+        # The Pending keeps `nonblocking`, whose closure holds the buffers.
+        return AsyncArray(Pending(nonblocking(), lambda: (finish(),), nonblocking), 0, shape, dtype)
     blocking()
     return finish()

@@ -22,13 +22,26 @@ __all__ = ["AsyncArray", "Pending"]
 
 
 class Pending:
-    """Requests of one non-blocking call and how to turn their buffers into results."""
+    """Requests of one non-blocking call and how to turn their buffers into results.
 
-    __slots__ = ("_finish", "_requests", "_results")
+    ``keep`` holds whatever references the buffers MPI still reads or writes
+    (typically the closure that started the call): mpi4py does not keep a
+    non-blocking collective's buffers alive, so a send buffer packed for the
+    call would otherwise be freed, and reused, while MPI reads it. It is
+    dropped on completion.
+    """
 
-    def __init__(self, requests: Sequence[MPI.Request], finish: Callable[[], tuple[Any, ...]]):
+    __slots__ = ("_finish", "_keep", "_requests", "_results")
+
+    def __init__(
+        self,
+        requests: Sequence[MPI.Request],
+        finish: Callable[[], tuple[Any, ...]],
+        keep: object = None,
+    ) -> None:
         self._requests = list(requests)
         self._finish = finish
+        self._keep = keep
         self._results: tuple[Any, ...] | None = None
 
     def wait(self) -> tuple[Any, ...]:
@@ -37,6 +50,7 @@ class Pending:
             MPI.Request.Waitall(self._requests)
             self._requests = []
             self._results = self._finish()
+            self._keep = None
         return self._results
 
     def test(self) -> bool:

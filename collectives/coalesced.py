@@ -57,7 +57,8 @@ def _deliver(
     dtype: np.dtype,
 ) -> list[Any]:
     if async_op:
-        pending = Pending(nonblocking(), lambda: tuple(finish()))
+        # The Pending keeps `nonblocking`, whose closure holds the buffers.
+        pending = Pending(nonblocking(), lambda: tuple(finish()), nonblocking)
         return [AsyncArray(pending, i, shape, dtype) for i, shape in enumerate(shapes)]
     blocking()
     return list(finish())

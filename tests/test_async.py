@@ -62,36 +62,87 @@ def test_async_equals_blocking(comm: MPI.Intracomm, name: str) -> None:
     assert_all(comm, ok, message)
 
 
-def test_async_call_returns_before_completion(comm: MPI.Intracomm) -> None:
-    """Rank 0 starts a large all_reduce while the others are held back, so it cannot be done.
+BIG = 1 << 21  # float64 elements per rank: 16 MiB, far more than one progress step moves
 
-    The others wait for a token on a separate communicator that rank 0 sends
-    only after checking its request is still pending: if the call had waited
-    for completion, rank 0 would never get there (pytest-timeout would fire).
+
+def _big_cases(n: int, rank: int) -> dict[str, tuple[bool, Callable[..., Any]]]:
+    """Async calls on large messages: (gated?, call).
+
+    Gated calls have no blocking header step, so rank 0 can start them while
+    the other ranks are held back (see the test). Calls that first exchange a
+    header (sizes unknown, broadcast, scatter) cannot be gated, since the
+    header step waits for every rank; they are started by all ranks at once.
+    """
+    x = np.full(BIG, float(rank + 1))
+    rows = x.reshape(n, -1) if BIG % n == 0 else x[: BIG - BIG % n].reshape(n, -1)
+    ring = [(r, (r + 1) % n) for r in range(n)]
+    sizes = [BIG] * n
+    return {
+        "all_reduce": (True, lambda c: C.all_reduce(x, "sum", c, async_op=True)),
+        "reduce_scatter": (True, lambda c: C.reduce_scatter(x, "sum", 0, c, async_op=True)),
+        "all_gather": (True, lambda c: C.all_gather(x, 0, c, sizes=sizes, async_op=True)),
+        "gather": (True, lambda c: C.gather(x, 0, 0, c, sizes=sizes, async_op=True)),
+        "all_to_all": (
+            True,
+            lambda c: C.all_to_all(rows, 0, 1, c, concat_sizes=[rows.shape[1]] * n, async_op=True),
+        ),
+        "permute": (True, lambda c: C.permute(x, ring, c, async_op=True)),
+        "all_reduce_coalesced": (
+            True,
+            lambda c: C.all_reduce_coalesced([x, x[:10]], "sum", c, async_op=True)[0],
+        ),
+        "reduce_scatter_coalesced": (
+            True,
+            lambda c: C.reduce_scatter_coalesced([x, x[:10]], "sum", 0, c, async_op=True)[0],
+        ),
+        "all_gather_exchanging_sizes": (False, lambda c: C.all_gather(x, 0, c, async_op=True)),
+        "all_gather_coalesced": (
+            False,
+            lambda c: C.all_gather_coalesced([x, x[:10]], 0, c, async_op=True)[0],
+        ),
+        "broadcast": (False, lambda c: C.broadcast(x if rank == 0 else None, 0, c, async_op=True)),
+        "scatter": (False, lambda c: C.scatter(x if rank == 0 else None, 0, 0, c, async_op=True)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_big_cases(2, 0)))
+def test_async_call_returns_before_completion(comm: MPI.Intracomm, name: str) -> None:
+    """The call returns while its request is still pending: communication can overlap compute.
+
+    For gated calls this is certain: rank 0 starts the call while the other
+    ranks wait for a token on a separate communicator, which rank 0 sends only
+    after checking that its request is pending (had the call waited for
+    completion, rank 0 would never get there and pytest-timeout would fire).
+    The others start theirs once released, in rank order. Ungated calls move
+    16 MiB, which MPICH progresses in many steps, each inside an MPI call, so
+    one test right after the call cannot have finished it on every rank.
     """
     n, rank = comm.Get_size(), comm.Get_rank()
     if n < 2:
-        pytest.skip("needs 2 ranks to have something to wait for")
+        pytest.skip("on one rank a collective has nothing to wait for")
+    gated, call = _big_cases(n, rank)[name]
+    expected = np.asarray(call(comm))  # the values, waited for
     gate = comm.Dup()
-    x = np.full(1 << 21, float(rank + 1))  # 16 MiB
-    if rank == 0:
-        pending = C.all_reduce(x, "sum", comm, async_op=True)
-        still_pending = not pending.done()
-        view = pending[::2]  # a view does not wait either
-        still_pending = still_pending and not pending.done() and isinstance(view, C.AsyncArray)
-        gate.Send(np.ones(1), dest=1)
-    else:
+    if gated and rank > 0:
         gate.Recv(np.empty(1), source=rank - 1)
-        pending = C.all_reduce(x, "sum", comm, async_op=True)
-        still_pending = True
-        if rank + 1 < n:
-            gate.Send(np.ones(1), dest=rank + 1)
-        view = pending[::2]
-    total = np.sum(pending)  # a NumPy function waits
+    pending = call(comm)
+    # Ranks that are not rank 0 of a gated call may find it done already.
+    checked = rank == 0
+    still_pending = pending is None or not pending.done()
+    view = pending[1:] if pending is not None else None  # a view does not wait either
+    still_pending = still_pending and (pending is None or not pending.done())
+    if gated and rank + 1 < n:
+        gate.Send(np.ones(1), dest=rank + 1)
+    result = None if pending is None else np.asarray(pending)
     gate.Free()
-    assert_all(comm, still_pending, "all_reduce(async_op=True) completed before all ranks joined")
-    assert_equal_all(comm, total, np.float64(n * (n + 1) / 2 * (1 << 21)))
-    assert_equal_all(comm, np.asarray(view), np.full(1 << 20, n * (n + 1) / 2))
+    if gated:
+        ok = not checked or still_pending
+    else:  # a leaf of a broadcast tree may be done early; the call must not have waited on all
+        ok = any(comm.allgather(still_pending and pending is not None))
+    assert_all(comm, ok, f"{name}(async_op=True) had completed when the call returned")
+    if pending is not None:
+        ok = np.array_equal(result, expected) and np.array_equal(np.asarray(view), expected[1:])
+    assert_all(comm, ok, f"{name}: async values differ from the blocking ones")
 
 
 def test_async_array_behaves_as_the_result(comm: MPI.Intracomm) -> None:
@@ -116,3 +167,28 @@ def test_async_array_behaves_as_the_result(comm: MPI.Intracomm) -> None:
     assert_equal_all(comm, result.sum(axis=0), expected.sum(axis=0))  # methods
     assert_all(comm, float(result[0, 1]) == float(n) and len(result) == 3)
     assert_all(comm, result.done())
+
+
+def test_async_keeps_packed_buffers_alive(comm: MPI.Intracomm) -> None:
+    """mpi4py does not keep a non-blocking call's buffers alive: dmesh must.
+
+    The inputs are non-contiguous, so the send buffers are temporary packed
+    copies; allocating between the call and the wait reuses freed memory.
+    """
+    n, rank = comm.Get_size(), comm.Get_rank()
+    inputs = [np.full((2 * n, 1 << 17), float(r + 1))[:, ::2] for r in range(n)]
+    x = inputs[rank]
+    pending = [
+        C.all_reduce(x, "sum", comm, async_op=True),
+        C.all_to_all(x, 1, 0, comm, async_op=True),
+        C.reduce_scatter_coalesced([x, x[:1]], "sum", 0, comm, async_op=True)[0],
+    ]
+    junk = [np.full(x.size, -7.0) for _ in range(4)]
+    expected = [
+        C.all_reduce(x, "sum", comm),
+        C.all_to_all(x, 1, 0, comm),
+        C.reduce_scatter(x, "sum", 0, comm),
+    ]
+    del junk
+    for got, want in zip(pending, expected, strict=True):
+        assert_equal_all(comm, np.asarray(got), want)
