@@ -115,20 +115,18 @@ def cuda_aware(comm: MPI.Intracomm) -> bool:
     device buffer to this rank itself and checks what arrived; the ranks then
     agree (logical and), so every rank takes the same path.
     """
-    key = comm.py2f()
-    known = _aware_by_comm.get(key)
-    if known is not None:
-        return known
     forced = os.environ.get("DMESH_GPU_AWARE_MPI")
-    if forced is not None:
+    if forced is not None:  # read on every call, so that it can be changed at run time
         if forced not in ("0", "1"):
             raise ArgumentError(f"DMESH_GPU_AWARE_MPI must be 0 or 1, got {forced!r}")
-        verdict = forced == "1"
-    else:
+        return forced == "1"
+    key = comm.py2f()
+    known = _aware_by_comm.get(key)
+    if known is None:
         local = _library_says_aware() and _probe(comm)
-        verdict = bool(comm.allreduce(local, op=MPI.LAND))
-    _aware_by_comm[key] = verdict
-    return verdict
+        known = bool(comm.allreduce(local, op=MPI.LAND))
+        _aware_by_comm[key] = known
+    return known
 
 
 def _library_says_aware() -> bool:

@@ -1,0 +1,113 @@
+"""Collectives and meshes on CuPy arrays: staged through the host and, where the MPI
+library is CUDA-aware, passed directly. Skipped where no GPU is present."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import collectives as C
+from helpers import assert_all, assert_equal_all
+from references import rank_array, reduce_reference
+
+
+def _gpu_count() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+# Every rank decides alike: a rank without a GPU would otherwise skip while
+# the others wait for it in a collective.
+HAVE_GPU = bool(MPI.COMM_WORLD.allreduce(_gpu_count() > 0, op=MPI.LAND))
+pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="needs CuPy and a GPU on every rank")
+
+
+@pytest.fixture(params=["staged", "auto"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run each test with host staging forced, then with the library's own answer."""
+    if request.param == "staged":
+        monkeypatch.setenv("DMESH_GPU_AWARE_MPI", "0")
+    else:
+        monkeypatch.delenv("DMESH_GPU_AWARE_MPI", raising=False)
+    import cupy
+
+    cupy.cuda.Device(MPI.COMM_WORLD.Get_rank() % _gpu_count()).use()
+    return str(request.param)
+
+
+def _on_gpu(comm: MPI.Intracomm, result: Any) -> None:
+    import cupy
+
+    assert_all(comm, isinstance(result, cupy.ndarray), f"expected a cupy array, got {type(result)}")
+
+
+def test_collectives_on_device_arrays(comm: MPI.Intracomm, transport: str) -> None:
+    import cupy
+
+    n, rank = comm.Get_size(), comm.Get_rank()
+    inputs = [rank_array((n + 1, 3), np.float64, r) for r in range(n)]
+    x = cupy.asarray(inputs[rank])
+    total = C.all_reduce(x, "sum", comm)
+    _on_gpu(comm, total)
+    assert_equal_all(comm, total.get(), reduce_reference("sum", inputs), rtol=1e-13)
+    piece = C.reduce_scatter(x, "max", 1, comm)
+    expected = np.array_split(reduce_reference("max", inputs), n, axis=1)[rank]
+    assert_equal_all(comm, piece.get(), expected)
+    uneven = [rank_array((r % 3, 2), np.int32, r) for r in range(n)]
+    gathered = C.all_gather(cupy.asarray(uneven[rank]), 0, comm)
+    _on_gpu(comm, gathered)
+    assert_equal_all(comm, gathered.get(), np.concatenate(uneven))
+    exchanged = C.all_to_all(x, 0, 1, comm)
+    parts = [np.array_split(a, n, axis=0)[rank] for a in inputs]
+    assert_equal_all(comm, exchanged.get(), np.concatenate(parts, axis=1))
+    shifted = C.permute(x, [(r, (r + 1) % n) for r in range(n)], comm)
+    assert_equal_all(comm, shifted.get(), inputs[(rank - 1) % n])
+
+
+def test_rooted_collectives_on_device_arrays(comm: MPI.Intracomm, transport: str) -> None:
+    import cupy
+
+    n, rank = comm.Get_size(), comm.Get_rank()
+    full = rank_array((2 * n + 1, 2), np.float32, 7)
+    got = C.broadcast(cupy.asarray(full) if rank == 0 else None, 0, comm)
+    _on_gpu(comm, got)
+    assert_equal_all(comm, got.get(), full)
+    piece = C.scatter(cupy.asarray(full) if rank == 0 else None, 0, 0, comm)
+    _on_gpu(comm, piece)
+    assert_equal_all(comm, piece.get(), np.array_split(full, n)[rank])
+    back = C.gather(piece, 0, 0, comm)
+    ok = back is None if rank else bool((back.get() == full).all())
+    assert_all(comm, ok, "gather of the scattered pieces differs from the input")
+
+
+def test_async_and_coalesced_on_device_arrays(comm: MPI.Intracomm, transport: str) -> None:
+    import cupy
+
+    n, rank = comm.Get_size(), comm.Get_rank()
+    inputs = [rank_array((1 << 16,), np.float64, r) for r in range(n)]
+    x = cupy.asarray(inputs[rank])
+    pending = C.all_reduce(x, "avg", comm, async_op=True)
+    assert_all(comm, isinstance(pending, C.AsyncArray))
+    assert_equal_all(comm, np.asarray(pending), reduce_reference("avg", inputs), rtol=1e-13)
+    both = C.all_reduce_coalesced([x, x[:5]], "sum", comm)
+    _on_gpu(comm, both[0])
+    assert_equal_all(comm, both[1].get(), reduce_reference("sum", inputs)[:5], rtol=1e-13)
+
+
+def test_cuda_mesh_binds_a_device(comm: MPI.Intracomm) -> None:
+    import cupy
+
+    import dmesh
+
+    with dmesh.init_mesh(comm=comm, device="cuda") as mesh:
+        ok = mesh.device == "cuda" and cupy.cuda.Device().id < _gpu_count()
+        total = C.all_reduce(cupy.ones(3), "sum", mesh)
+        ok = ok and bool((total == comm.Get_size()).all())
+    assert_all(comm, ok)
