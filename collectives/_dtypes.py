@@ -51,6 +51,9 @@ def dtype_code(dtype: np.dtype) -> int:
     return _CODES.index(dtype.char)
 
 
+_DTYPES = tuple(np.dtype(code) for code in _CODES)
+
+
 def dtype_from_code(code: int) -> np.dtype:
     """Inverse of :func:`dtype_code`."""
-    return np.dtype(_CODES[code])
+    return _DTYPES[code]

@@ -24,6 +24,7 @@ from collectives._common import (
 )
 from collectives._device import transport_for
 from collectives._dtypes import host_datatype, mpi_datatype
+from collectives._eager import all_to_all_slots
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
 from collectives.errors import ArgumentError, ArgumentTypeError
 from collectives.group import Group, resolve_group
@@ -38,14 +39,10 @@ def _pack_pieces(
     if concat_axis == 0 and split_axis == 0:
         return xp.ascontiguousarray(x).reshape(-1)
     buf = xp.empty(x.size, dtype=x.dtype)
-    start = 0
     offset = 0
-    index: list[Any] = [slice(None)] * x.ndim
-    for length in pieces:
-        index[split_axis] = slice(start, start + length)
-        piece = xp.moveaxis(x[tuple(index)], concat_axis, 0)
+    for view in _split(x, split_axis, pieces):
+        piece = xp.moveaxis(view, concat_axis, 0)
         buf[offset : offset + piece.size].reshape(piece.shape)[...] = piece
-        start += length
         offset += piece.size
     return buf
 
@@ -109,10 +106,22 @@ def all_to_all(
         if split_sizes is None
         else check_sizes(split_sizes, nranks, length, "split_sizes")
     )
-    if concat_sizes is None:
-        incoming = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
-    else:
+    if concat_sizes is not None:
         incoming = check_sizes(concat_sizes, nranks, None, "concat_sizes")
+    elif not async_op and type(x) is np.ndarray:
+        # Sizes unknown: one round of slots carries the shapes, and the data
+        # too when every rank's array is small (collectives._eager).
+        split = _split(x, split_axis, pieces)
+        slots = all_to_all_slots(comm, x, split)
+        if slots is None:
+            incoming = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
+        else:
+            _check_shapes(slots.shapes, slots.dtypes, split_axis, concat_axis)
+            if slots.inline is not None:
+                return np.concatenate(slots.inline, axis=concat_axis)
+            incoming = tuple(shape[concat_axis] for shape in slots.piece_shapes)
+    else:
+        incoming = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
     # Shape of what arrives, concat axis first: the piece shape without the
     # concat axis (the split axis holds this rank's share).
     piece_shape = list(x.shape)
@@ -151,23 +160,48 @@ def all_to_all(
     )
 
 
-def _exchange_piece_lengths(
-    comm: MPI.Intracomm, x: Any, split_axis: int, concat_axis: int, pieces: tuple[int, ...]
-) -> tuple[int, ...]:
-    """Lengths along ``concat_axis`` of the pieces each rank sends here, after checking."""
-    headers = all_gather_headers(comm, x.shape, x.dtype, pieces)
-    rank = comm.Get_rank()
-    shape0, dtype0, _ = headers[0]
-    for source, (shape, dtype, _) in enumerate(headers):
+def _split(x: Any, axis: int, pieces: tuple[int, ...]) -> list[Any]:
+    """Views of the consecutive pieces of ``x`` along ``axis``."""
+    bounds = offsets_of(pieces)
+    index: list[Any] = [slice(None)] * x.ndim
+    views = []
+    for start, length in zip(bounds, pieces):
+        index[axis] = slice(start, start + length)
+        views.append(x[tuple(index)])
+    return views
+
+
+def _check_shapes(
+    shapes: list[tuple[int, ...]], dtypes: list[np.dtype], split_axis: int, concat_axis: int
+) -> None:
+    """Raise (alike on every rank: all see every shape) unless the arrays can be exchanged."""
+    shape0, dtype0 = shapes[0], dtypes[0]
+    for source, (shape, dtype) in enumerate(zip(shapes, dtypes)):
         others = [s for i, s in enumerate(shape) if i not in (split_axis, concat_axis)]
         others0 = [s for i, s in enumerate(shape0) if i not in (split_axis, concat_axis)]
-        same_split = split_axis == concat_axis or shape[split_axis] == shape0[split_axis]
-        if dtype != dtype0 or len(shape) != len(shape0) or others != others0 or not same_split:
+        same_ndim = len(shape) == len(shape0)
+        same_split = split_axis == concat_axis or (
+            same_ndim and shape[split_axis] == shape0[split_axis]
+        )
+        if dtype != dtype0 or not same_ndim or others != others0 or not same_split:
             raise ArgumentError(
                 f"all_to_all: the ranks' arrays must agree in dtype and in every dim but "
                 f"concat_axis={concat_axis}; rank 0 has {dtype0}{list(shape0)}, rank {source} "
                 f"has {dtype}{list(shape)}"
             )
+
+
+def _exchange_piece_lengths(
+    comm: MPI.Intracomm, x: Any, split_axis: int, concat_axis: int, pieces: tuple[int, ...]
+) -> tuple[int, ...]:
+    """Lengths along ``concat_axis`` of the pieces each rank sends here, after checking.
+
+    The two-round path (device arrays, async calls, many dimensions): every
+    rank's shape and split sizes travel in one ``Allgather`` first.
+    """
+    headers = all_gather_headers(comm, x.shape, x.dtype, pieces)
+    _check_shapes([h[0] for h in headers], [h[1] for h in headers], split_axis, concat_axis)
+    rank = comm.Get_rank()
     if split_axis == concat_axis:
         return tuple(split[rank] for _, _, split in headers)
     return tuple(shape[concat_axis] for shape, _, _ in headers)

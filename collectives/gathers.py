@@ -34,6 +34,7 @@ from collectives._common import (
 )
 from collectives._device import is_device_array, transport_for, transport_for_device
 from collectives._dtypes import host_datatype, mpi_datatype
+from collectives._eager import all_gather_slots
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
 from collectives.errors import ArgumentError, ArgumentTypeError
 from collectives.group import Group, resolve_group
@@ -95,6 +96,16 @@ def all_gather(
     x, axis = _as_gatherable(x, axis)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
+    if sizes is None and not async_op and type(x) is np.ndarray:
+        # Sizes unknown: one round of slots carries the shapes, and the data
+        # too when every rank's array is small (collectives._eager).
+        slots = all_gather_slots(comm, x)
+        if slots is not None:
+            headers = [(shape, dtype, ()) for shape, dtype in zip(slots.shapes, slots.dtypes)]
+            check_same_except(headers, axis, "all_gather")
+            if slots.inline is not None:
+                return np.concatenate(slots.inline, axis=axis)
+            sizes = [shape[axis] for shape in slots.shapes]
     pieces = _gather_sizes(comm, x, axis, sizes, "all_gather")
     transport = transport_for(x, comm)
     send = to_front(x, axis)  # (length, *rest), C-contiguous

@@ -41,8 +41,8 @@ def batch_time(comm: MPI.Intracomm, fn: Callable[[], Any], calls: int) -> float:
 def compare(
     comm: MPI.Intracomm, ours: Callable[[], Any], raw: Callable[[], Any], nbytes: int
 ) -> tuple[float, float]:
-    calls = max(1, min(2000, (4 << 20) // max(nbytes, 1)))
-    batches = 15 if nbytes < (1 << 20) else 9
+    calls = max(4, min(2000, (4 << 20) // max(nbytes, 1)))
+    batches = 15
     for fn in (ours, raw):  # warm up: caches, communicators, page mappings
         batch_time(comm, fn, calls)
     ours_t, raw_t = [], []

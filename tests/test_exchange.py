@@ -9,7 +9,7 @@ import pytest
 from mpi4py import MPI
 
 import collectives as C
-from helpers import assert_all, assert_equal_all
+from helpers import assert_all, assert_equal_all, assert_raises_all
 from references import DATA_MOVEMENT_DTYPES, rank_array
 
 
@@ -85,3 +85,29 @@ def test_permute_open_chain_with_uneven_blocks(comm: MPI.Intracomm) -> None:
         assert_all(comm, result is None, f"rank 0 receives nothing, got {result!r}")
     else:
         assert_equal_all(comm, result, inputs[rank - 1])
+
+
+@pytest.mark.parametrize("length", [2, 400])
+def test_all_to_all_sizes_unknown_small_and_large(comm: MPI.Intracomm, length: int) -> None:
+    """Small arrays travel inside the shape exchange, larger ones take a second round."""
+    n, rank = comm.Get_size(), comm.Get_rank()
+    # (0, 1): concat lengths differ by rank; (0, 0): split lengths differ by rank.
+    by_columns = [rank_array((n * length + 1, r + 1), np.float64, r) for r in range(n)]
+    by_rows = [rank_array((r * length + 1, 2), np.float64, r) for r in range(n)]
+    for inputs, split_axis, concat_axis in ((by_columns, 0, 1), (by_rows, 0, 0)):
+        result = C.all_to_all(inputs[rank], split_axis, concat_axis, comm)
+        expected = all_to_all_reference(inputs, split_axis, concat_axis, rank)
+        assert_equal_all(comm, result, expected)
+    many = [rank_array((2 * n,) + (1,) * 8, np.int8, r) for r in range(n)]
+    result = C.all_to_all(many[rank], 0, 8, comm)
+    assert_equal_all(comm, result, all_to_all_reference(many, 0, 8, rank))
+
+
+def test_all_to_all_mismatch_seen_by_every_rank(comm: MPI.Intracomm) -> None:
+    """Split lengths 5 and 4 over 2 ranks give pieces (3, 2) and (2, 2): only rank 0 would
+    notice from the pieces alone; every rank sees every shape, so all raise."""
+    n, rank = comm.Get_size(), comm.Get_rank()
+    if n < 2:
+        pytest.skip("needs two ranks to disagree")
+    x = np.ones((5 if rank == 0 else 4, 2))
+    assert_raises_all(comm, ValueError, C.all_to_all, x, 0, 1, comm, match="rank 1 has")

@@ -88,3 +88,17 @@ def test_broadcast_from_every_root(comm: MPI.Intracomm, shape: tuple[int, ...]) 
             result = C.broadcast(mine, src, comm)
             assert_equal_all(comm, result, data)
             assert_all(comm, result is not mine, "the root must get a new array")
+
+
+@pytest.mark.parametrize("rows", [0, 1, 300])
+def test_all_gather_sizes_unknown_small_large_and_many_dims(comm: MPI.Intracomm, rows: int) -> None:
+    """Small arrays travel inside the size exchange; larger ones (> 1 KiB on some rank)
+    take a second round; arrays of more than 8 dims use the full header exchange."""
+    n, rank = comm.Get_size(), comm.Get_rank()
+    # Rank r holds r * rows rows: with 300, larger than a slot from rank 1 on.
+    inputs = [rank_array((r * rows, 3), np.float64, r) for r in range(n)]
+    result = C.all_gather(inputs[rank], 0, comm)
+    assert_equal_all(comm, result, np.concatenate(inputs))
+    many = [rank_array((1,) * 8 + (r + 1,), np.int16, r) for r in range(n)]
+    result = C.all_gather(many[rank], 8, comm)
+    assert_equal_all(comm, result, np.concatenate(many, axis=8))
