@@ -38,21 +38,23 @@ def batch_time(comm: MPI.Intracomm, fn: Callable[[], Any], calls: int) -> float:
     return float(comm.allreduce(elapsed, op=MPI.MAX))
 
 
-def compare(
-    comm: MPI.Intracomm, ours: Callable[[], Any], raw: Callable[[], Any], nbytes: int
-) -> tuple[float, float]:
+def compare(comm: MPI.Intracomm, fns: tuple[Callable[[], Any], ...], nbytes: int) -> list[float]:
+    """Median per-call time of each of ``fns``, measured in alternating batches."""
     calls = max(4, min(2000, (4 << 20) // max(nbytes, 1)))
-    batches = 15
-    for fn in (ours, raw):  # warm up: caches, communicators, page mappings
+    for fn in fns:  # warm up: caches, communicators, page mappings
         batch_time(comm, fn, calls)
-    ours_t, raw_t = [], []
-    for _ in range(batches):
-        ours_t.append(batch_time(comm, ours, calls))
-        raw_t.append(batch_time(comm, raw, calls))
-    return statistics.median(ours_t), statistics.median(raw_t)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(15):
+        for fn, series in zip(fns, times):
+            series.append(batch_time(comm, fn, calls))
+    return [statistics.median(series) for series in times]
 
 
-def cases(comm: MPI.Intracomm, n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+Case = tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]
+
+
+def cases(comm: MPI.Intracomm, n: int) -> dict[str, Case]:
+    """Per op: (dmesh, raw mpi4py into a preallocated output, raw into a new output)."""
     p = comm.Get_size()
     n = max(p, n - n % p)  # even pieces, so the raw baseline can use the simplest call
     x = np.random.default_rng(comm.Get_rank()).standard_normal(n)
@@ -64,26 +66,32 @@ def cases(comm: MPI.Intracomm, n: int) -> dict[str, tuple[Callable[[], Any], Cal
         "all_reduce": (
             lambda: C.all_reduce(x, "sum", comm),
             lambda: comm.Allreduce(x, out_same, MPI.SUM),
+            lambda: comm.Allreduce(x, np.empty(n), MPI.SUM),
         ),
         "all_gather": (
             lambda: C.all_gather(x, 0, comm),
             lambda: comm.Allgather(x, out_gather),
+            lambda: comm.Allgather(x, np.empty(n * p)),
         ),
         "all_gather(sizes=)": (
             lambda: C.all_gather(x, 0, comm, sizes=[n] * p),
             lambda: comm.Allgather(x, out_gather),
+            lambda: comm.Allgather(x, np.empty(n * p)),
         ),
         "reduce_scatter": (
             lambda: C.reduce_scatter(x, "sum", 0, comm),
             lambda: comm.Reduce_scatter_block(x, out_piece, MPI.SUM),
+            lambda: comm.Reduce_scatter_block(x, np.empty(n // p), MPI.SUM),
         ),
         "all_to_all": (
             lambda: C.all_to_all(x, 0, 0, comm),
             lambda: comm.Alltoall(x, out_same),
+            lambda: comm.Alltoall(x, np.empty(n)),
         ),
         "all_to_all(sizes=)": (
             lambda: C.all_to_all(x, 0, 0, comm, concat_sizes=piece_sizes),
             lambda: comm.Alltoall(x, out_same),
+            lambda: comm.Alltoall(x, np.empty(n)),
         ),
     }
 
@@ -92,18 +100,29 @@ def main() -> int:
     comm = MPI.COMM_WORLD.Dup()
     rows = []
     for label, n in SIZES.items():
-        for name, (ours, raw) in cases(comm, n).items():
-            ours_t, raw_t = compare(comm, ours, raw, n * 8)
-            rows.append({"op": name, "size": label, "dmesh_s": ours_t, "mpi4py_s": raw_t})
+        for name, fns in cases(comm, n).items():
+            ours_t, raw_t, alloc_t = compare(comm, fns, n * 8)
+            rows.append(
+                {
+                    "op": name,
+                    "size": label,
+                    "dmesh_s": ours_t,
+                    "mpi4py_s": raw_t,
+                    "mpi4py_new_output_s": alloc_t,
+                    "ratio": ours_t / raw_t,
+                    "ratio_new_output": ours_t / alloc_t,
+                }
+            )
     if comm.Get_rank() == 0:
         print(f"collectives at {comm.Get_size()} ranks (median per call; float64)")
-        print(f"{'op':<20} {'size':>7} {'dmesh':>11} {'mpi4py':>11} {'ratio':>6}")
+        print("mpi4py: preallocated output; mpi4py+new: a new output array per call, as dmesh")
+        header = f"{'op':<20} {'size':>7} {'dmesh':>10} {'mpi4py':>10} {'ratio':>6}"
+        print(f"{header} {'mpi4py+new':>11} {'ratio':>6}")
         for r in rows:
-            ratio = r["dmesh_s"] / r["mpi4py_s"]
-            r["ratio"] = ratio
             print(
-                f"{r['op']:<20} {r['size']:>7} {_fmt(r['dmesh_s']):>11} "
-                f"{_fmt(r['mpi4py_s']):>11} {ratio:>6.2f}"
+                f"{r['op']:<20} {r['size']:>7} {_fmt(r['dmesh_s']):>10} "
+                f"{_fmt(r['mpi4py_s']):>10} {r['ratio']:>6.2f} "
+                f"{_fmt(r['mpi4py_new_output_s']):>11} {r['ratio_new_output']:>6.2f}"
             )
         out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/collectives.json")
         out.parent.mkdir(parents=True, exist_ok=True)
