@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,3 +69,20 @@ def assert_raises_all(
             message = f"message {str(exc)!r} does not match {match!r}"
     assert_all(comm, ok, message)
     return caught
+
+
+def launch_job(script: str, ranks: int, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``python script`` as a separate ``mpiexec -n ranks`` job; capture its output.
+
+    Called by one rank of the test. The environment drops this job's process
+    manager variables so that the child job starts a manager of its own.
+    """
+    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
+    return subprocess.run(
+        [mpiexec, "-n", str(ranks), sys.executable, script],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )

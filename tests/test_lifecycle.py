@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from mpi4py import MPI
 
-from helpers import assert_all
+from helpers import assert_all, launch_job
 
 SCRIPT = textwrap.dedent(
     """
@@ -49,16 +45,7 @@ def test_open_communicators_are_freed_at_exit(
         directory = tmp_path_factory.mktemp("lifecycle")
         script = Path(directory) / "leave_open.py"
         script.write_text(SCRIPT)
-        mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
-        # A clean environment: the child job must not join this job's process manager.
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
-        child = subprocess.run(
-            [mpiexec, "-n", "2", sys.executable, str(script)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
+        child = launch_job(str(script), 2)
         # The two ranks' lines may interleave in the shared pipe.
         reports = sorted(re.findall(r"rank \d+: \d+ left", child.stdout))
         ok = (
