@@ -28,7 +28,7 @@ from collectives._layout import balanced_sizes, normalize_axis, offsets_of
 from collectives.async_array import AsyncArray, Pending
 from collectives.errors import ArgumentError, ArgumentTypeError
 from collectives.group import Group, resolve_group
-from collectives.reduce_ops import ReducePlan, reduce_plan
+from collectives.reduce_ops import reduce_plan
 
 __all__ = ["all_gather_coalesced", "all_reduce_coalesced", "reduce_scatter_coalesced"]
 
@@ -64,12 +64,12 @@ def _deliver(
     return list(finish())
 
 
-def _finish(result: Any, plan: ReducePlan, nranks: int) -> Any:
-    if plan.average:
-        result /= nranks
-    elif plan.truth:
-        result = (result != 0).astype(plan.result)
-    return result if result.dtype == plan.result else result.astype(plan.result)
+def _axes(arrays: list[Any], axis: Any, what: str) -> list[int]:
+    """``axis`` normalized for each array; 0-d arrays have no axis to split or join."""
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            raise ArgumentError(f"{what}: xs[{i}] is 0-d; reshape it to (1,)")
+    return [normalize_axis(axis, a.ndim) for a in arrays]
 
 
 def all_reduce_coalesced(
@@ -93,7 +93,7 @@ def all_reduce_coalesced(
     specs = ([send, send.size, datatype], [recv, recv.size, datatype], plan.mpi_op)
 
     def finish() -> list[Any]:
-        flat = _finish(transport.incoming(recv), plan, comm.Get_size())
+        flat = plan.finish(transport.incoming(recv), comm.Get_size())
         return [
             flat[o : o + n].reshape(a.shape) for a, o, n in zip(arrays, offsets_of(sizes), sizes)
         ]
@@ -121,10 +121,7 @@ def all_gather_coalesced(
     comm = resolve_group(group)
     if not arrays:
         return []
-    for i, a in enumerate(arrays):
-        if a.ndim == 0:
-            raise ArgumentError(f"all_gather_coalesced: xs[{i}] is 0-d; reshape it to (1,)")
-    axes = [normalize_axis(axis, a.ndim) for a in arrays]
+    axes = _axes(arrays, axis, "all_gather_coalesced")
     # One header row per rank: every array's shape, flattened, after ndims.
     layout = [len(a.shape) for a in arrays]
     mine = [n for a in arrays for n in a.shape]
@@ -203,10 +200,7 @@ def reduce_scatter_coalesced(
     comm = resolve_group(group)
     if not arrays:
         return []
-    for i, a in enumerate(arrays):
-        if a.ndim == 0:
-            raise ArgumentError(f"reduce_scatter_coalesced: xs[{i}] is 0-d; it needs an axis")
-    axes = [normalize_axis(axis, a.ndim) for a in arrays]
+    axes = _axes(arrays, axis, "reduce_scatter_coalesced")
     plan = reduce_plan(op, arrays[0].dtype)
     nranks, rank = comm.Get_size(), comm.Get_rank()
     pieces = [balanced_sizes(a.shape[ax], nranks) for a, ax in zip(arrays, axes)]
@@ -231,7 +225,7 @@ def reduce_scatter_coalesced(
     ]
 
     def finish() -> list[Any]:
-        flat = _finish(transport.incoming(recv), plan, nranks)
+        flat = plan.finish(transport.incoming(recv), nranks)
         results, start = [], 0
         for a, ax, piece, row in zip(arrays, axes, pieces, rows):
             n = piece[rank] * row

@@ -65,6 +65,16 @@ class ReducePlan:
     truth: bool = False
     plain: bool = False  # the received buffer is the result as is (no post-processing)
 
+    def finish(self, received: Any, nranks: int) -> Any:
+        """Turn the reduced buffer (ours to modify) into the result."""
+        if self.plain:
+            return received
+        if self.average:
+            received /= nranks
+        elif self.truth:
+            received = received != 0
+        return received if received.dtype == self.result else received.astype(self.result)
+
 
 def check_op(op: Any) -> str:
     """Validate an op name; raise with the allowed names otherwise."""

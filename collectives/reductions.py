@@ -13,21 +13,9 @@ from collectives._dtypes import mpi_datatype
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis
 from collectives.errors import ArgumentError
 from collectives.group import Group, resolve_group
-from collectives.reduce_ops import ReducePlan, known_plan, reduce_plan
+from collectives.reduce_ops import known_plan, reduce_plan
 
 __all__ = ["all_reduce", "reduce_scatter"]
-
-
-def _finish_reduction(result: Any, plan: ReducePlan, size: int) -> Any:
-    if plan.plain:
-        return result
-    if plan.average:
-        result /= size
-    elif plan.truth:
-        result = (result != 0).astype(plan.result)
-    if result.dtype != plan.result:
-        result = result.astype(plan.result)
-    return result
 
 
 def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool = False) -> Any:
@@ -64,10 +52,10 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     sendspec, recvspec = [transport.outgoing(send), count, datatype], [recv, count, datatype]
     if not async_op:  # this path stays short: it is what small-message latency sees
         comm.Allreduce(sendspec, recvspec, plan.mpi_op)
-        return _finish_reduction(transport.incoming(recv), plan, comm.Get_size())
+        return plan.finish(transport.incoming(recv), comm.Get_size())
 
     def finish() -> Any:
-        return _finish_reduction(transport.incoming(recv), plan, comm.Get_size())
+        return plan.finish(transport.incoming(recv), comm.Get_size())
 
     return complete(
         True,
@@ -134,7 +122,7 @@ def reduce_scatter(
 
     def finish() -> Any:
         result = from_front(transport.incoming(recv), axis)
-        return _finish_reduction(result, plan, nranks)
+        return plan.finish(result, nranks)
 
     if min(pieces) == max(pieces):  # equal pieces: the plain (better tuned) call
         return complete(
