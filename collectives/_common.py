@@ -115,6 +115,17 @@ def check_same_except(
 
 
 # -- completion --------------------------------------------------------------
+def start_async(
+    nonblocking: Callable[[], Sequence[MPI.Request]],
+    finish: Callable[[], Any],
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+) -> AsyncArray:
+    """Start a non-blocking call and return its result as an :class:`AsyncArray`."""
+    # The Pending keeps `nonblocking`, whose closure holds the buffers.
+    return AsyncArray(Pending(nonblocking(), lambda: (finish(),), nonblocking), 0, shape, dtype)
+
+
 def complete(
     async_op: bool,
     blocking: Callable[[], object],
@@ -129,7 +140,6 @@ def complete(
     separately, and their non-blocking twins are often slower for one message.
     """
     if async_op:
-        # The Pending keeps `nonblocking`, whose closure holds the buffers.
-        return AsyncArray(Pending(nonblocking(), lambda: (finish(),), nonblocking), 0, shape, dtype)
+        return start_async(nonblocking, finish, shape, dtype)
     blocking()
     return finish()

@@ -30,6 +30,7 @@ from collectives._common import (
     encode_header,
     from_front,
     row_size,
+    start_async,
     to_front,
 )
 from collectives._device import is_device_array, transport_for, transport_for_device
@@ -125,8 +126,8 @@ def all_gather(
         if not async_op:
             comm.Allgather(sendspec, recvspec)
             return finish()
-        return complete(
-            True, _no_op, lambda: [comm.Iallgather(sendspec, recvspec)], finish, out_shape, x.dtype
+        return start_async(
+            lambda: [comm.Iallgather(sendspec, recvspec)], finish, out_shape, x.dtype
         )
     per_row = recv.size // total
     counts = [p * per_row for p in pieces]
@@ -139,10 +140,6 @@ def all_gather(
         out_shape,
         x.dtype,
     )
-
-
-def _no_op() -> None:
-    return None
 
 
 def gather(

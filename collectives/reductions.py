@@ -7,7 +7,15 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives._common import as_array, check_flag, complete, from_front, row_size, to_front
+from collectives._common import (
+    as_array,
+    check_flag,
+    complete,
+    from_front,
+    row_size,
+    start_async,
+    to_front,
+)
 from collectives._device import transport_for
 from collectives._dtypes import mpi_datatype
 from collectives._layout import balanced_sizes, check_sizes, normalize_axis
@@ -57,9 +65,7 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     def finish() -> Any:
         return plan.finish(transport.incoming(recv), comm.Get_size())
 
-    return complete(
-        True,
-        lambda: None,
+    return start_async(
         lambda: [comm.Iallreduce(sendspec, recvspec, plan.mpi_op)],
         finish,
         x.shape,
