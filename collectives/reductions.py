@@ -58,7 +58,7 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     recv = transport.empty(x.shape, plan.wire)  # x.shape: ascontiguousarray makes 0-d 1-d
     count, datatype = x.size, plan.datatype
     sendspec, recvspec = [transport.outgoing(send), count, datatype], [recv, count, datatype]
-    if not async_op:  # this path stays short: it is what small-message latency sees
+    if not async_op:
         comm.Allreduce(sendspec, recvspec, plan.mpi_op)
         return plan.finish(transport.incoming(recv), comm.Get_size())
 

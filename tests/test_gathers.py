@@ -52,21 +52,22 @@ def test_all_gather_negative_axis_and_non_contiguous(comm: MPI.Intracomm) -> Non
 @pytest.mark.parametrize("base", BASE_SHAPES)
 def test_gather_to_every_root(comm: MPI.Intracomm, base: tuple[int, ...]) -> None:
     n, rank = comm.Get_size(), comm.Get_rank()
-    axis = len(base) - 1
-    inputs = [rank_array(uneven_shape(base, axis, r), np.float64, r) for r in range(n)]
-    for dst in range(n):
-        result = C.gather(inputs[rank], dst, axis, comm)
-        if rank == dst:
-            assert_equal_all(comm, result, np.concatenate(inputs, axis=axis))
-        else:
-            assert_all(comm, result is None, f"non-root got {result!r}")
+    for dtype in DATA_MOVEMENT_DTYPES:
+        for axis in range(len(base)):
+            inputs = [rank_array(uneven_shape(base, axis, r), dtype, r) for r in range(n)]
+            for dst in range(n):
+                result = C.gather(inputs[rank], dst, axis, comm)
+                if rank == dst:
+                    assert_equal_all(comm, result, np.concatenate(inputs, axis=axis))
+                else:
+                    assert_all(comm, result is None, f"non-root got {result!r}")
 
 
 @pytest.mark.parametrize("base", [(0,), (5,), (2, 7), (3, 1, 4)])
 def test_scatter_balanced_and_explicit(comm: MPI.Intracomm, base: tuple[int, ...]) -> None:
     n, rank = comm.Get_size(), comm.Get_rank()
     src = n - 1
-    for dtype in (np.int16, np.float64, np.bool_):
+    for dtype in DATA_MOVEMENT_DTYPES:
         full = rank_array(base, dtype, 99)
         for axis in range(len(base)):
             result = C.scatter(full if rank == src else None, src, axis, comm)
