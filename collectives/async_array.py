@@ -11,6 +11,7 @@ communication. Operations that only make a view (basic slicing, ``reshape``,
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -122,7 +123,7 @@ class AsyncArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
+        return math.prod(self._shape)
 
     def __len__(self) -> int:
         if not self._shape:
@@ -212,7 +213,7 @@ class AsyncArray:
 
 def _resolve_shape(target: tuple[int, ...], size: int) -> tuple[int, ...]:
     unknown = [i for i, n in enumerate(target) if n == -1]
-    known = int(np.prod([n for n in target if n != -1], dtype=np.int64))
+    known = math.prod(n for n in target if n != -1)
     if len(unknown) > 1 or any(n < -1 for n in target):
         raise ValueError(f"cannot reshape an array of size {size} into shape {target}")
     if unknown:

@@ -8,6 +8,7 @@ share a dtype, since one MPI call moves one datatype.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,7 +138,7 @@ def all_gather_coalesced(
     xp = transport.xp
     packed = [to_front(a, ax).reshape(-1) for a, ax in zip(arrays, axes)]
     send = transport.outgoing(xp.concatenate(packed))
-    counts = [sum(int(np.prod(s)) for s in shapes) for shapes in shapes_by_rank]
+    counts = [sum(math.prod(s) for s in shapes) for shapes in shapes_by_rank]
     recv = transport.empty((sum(counts),), arrays[0].dtype)
     datatype = mpi_datatype(arrays[0].dtype)
     sendspec = [send, send.size, datatype]
@@ -152,7 +153,7 @@ def all_gather_coalesced(
             front = xp.empty((totals[i], *rest), dtype=a.dtype)
             row = 0
             for rank_offset, shapes in zip(offsets_of(counts), shapes_by_rank):
-                start = rank_offset + sum(int(np.prod(s)) for s in shapes[:i])
+                start = rank_offset + sum(math.prod(s) for s in shapes[:i])
                 n = shapes[i][ax]
                 front[row : row + n] = flat[start : start + n * row_size(shapes[i], ax)].reshape(
                     (n, *rest)

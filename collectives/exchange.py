@@ -9,6 +9,7 @@ copy (none when both axes are 0). On the 2-core dev machine this beat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -128,7 +129,7 @@ def all_to_all(
     piece_shape = list(x.shape)
     piece_shape[split_axis] = pieces[rank]
     rest = tuple(s for i, s in enumerate(piece_shape) if i != concat_axis)
-    rest_size = int(np.prod(rest, dtype=np.int64))
+    rest_size = math.prod(rest)
     per_split_row = x.size // length if length else 0
     send_counts = [p * per_split_row for p in pieces]
     recv_counts = [n * rest_size for n in incoming]

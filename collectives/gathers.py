@@ -13,6 +13,7 @@ all ranks at once and raised everywhere before any data moves.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -221,7 +222,7 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
     else:
         buf = transport.empty(shape, dtype)
     datatype = mpi_datatype(dtype)
-    spec = [buf, int(np.prod(shape, dtype=np.int64)), datatype]
+    spec = [buf, math.prod(shape), datatype]
     return complete(
         async_op,
         lambda: comm.Bcast(spec, src),
