@@ -13,15 +13,53 @@ from collectives.errors import (
     CollectiveMismatchError,
     DMeshError,
 )
+from dmesh import random
 from dmesh.abstract_mesh import AbstractMesh
+from dmesh.convert import distribute, from_local
+from dmesh.creation import (
+    arange,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from dmesh.darray import DArray
 from dmesh.mesh import DeviceMesh, init_mesh
+from dmesh.placement import Partial, Placement, Replicate, Shard
+from dmesh.spec import DArraySpec
 
 __all__ = [
     "AbstractMesh",
     "ArgumentError",
     "ArgumentTypeError",
     "CollectiveMismatchError",
+    "DArray",
+    "DArraySpec",
     "DMeshError",
     "DeviceMesh",
+    "Partial",
+    "Placement",
+    "Replicate",
+    "Shard",
+    "arange",
+    "distribute",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_local",
+    "full",
+    "full_like",
     "init_mesh",
+    "linspace",
+    "ones",
+    "ones_like",
+    "random",
+    "zeros",
+    "zeros_like",
 ]

@@ -1,0 +1,172 @@
+"""Between NumPy arrays and DArrays: ``distribute`` and ``from_local``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import collectives as coll
+from collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
+from collectives._device import array_module, is_device_array
+from collectives._dtypes import check_dtype
+from collectives.errors import ArgumentError
+from dmesh.creation import _make_partial, _replicated_partials, _resolve
+from dmesh.darray import DArray
+from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.placement import Shard
+from dmesh.redistribute import transfer
+from dmesh.spec import DArraySpec
+
+__all__ = ["distribute", "from_local"]
+
+
+def distribute(
+    array: Any, mesh: Any = None, placements: Any = None, src: int | None = None
+) -> DArray:
+    """Split a full array into a DArray on ``mesh`` with ``placements``.
+
+    With ``src=None`` every rank passes the same full array and keeps its own
+    block (no communication). With ``src=r`` (a rank of ``mesh.comm()``), only
+    rank ``r`` needs the data (the others may pass ``None``): its shape and
+    dtype are broadcast, then each rank receives only its block, in one
+    ``Alltoallv`` (collective over the mesh). Placements default to
+    ``Shard(0)`` on the first mesh dim. ``Partial`` placements hold the value
+    at mesh coordinate 0 and the reduction's identity elsewhere.
+    """
+    if src is None:
+        array = _as_array(array)
+        mesh, placements = _resolve(mesh, placements, array.ndim)
+        layout = Layout.balanced(mesh.shape, placements, tuple(array.shape))
+        spec = DArraySpec(mesh, layout, array.dtype)
+        if mesh.coordinate is None:
+            return DArray(array_module(array).empty(spec.local_shape(), array.dtype), spec)
+        block = array[layout.slices(mesh.coordinate)].copy()
+        return DArray(_make_partial(block, mesh, placements), spec)
+    return _distribute_from(array, mesh, placements, src)
+
+
+def _as_array(array: Any) -> Any:
+    if not is_device_array(array):
+        array = np.asarray(array)
+    check_dtype(array.dtype, "array")
+    return array
+
+
+def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray:
+    mesh, _ = _resolve(mesh, [], 0) if mesh is None else (mesh, None)
+    if not mesh.is_member:
+        raise ArgumentError("distribute(src=...): this rank is not a member of the mesh")
+    comm = mesh.comm()
+    if not isinstance(src, int) or not 0 <= src < comm.Get_size():
+        raise ArgumentError(
+            f"src={src!r}: not a rank of the mesh; allowed: 0 to {comm.Get_size() - 1}"
+        )
+    header = np.zeros(2 + MAX_DIMS, dtype=np.int64)
+    error = None
+    if comm.Get_rank() == src:
+        try:
+            array = _as_array(array)
+            header[:] = encode_header(array.shape, array.dtype)
+        except Exception as exc:  # announced to every rank, then raised everywhere
+            error, header[0] = exc, -1
+    comm.Bcast(header, src)
+    if header[0] < 0:
+        if error is not None:
+            raise error
+        raise ArgumentError(f"distribute: the array on rank {src} (src) is invalid; see its error")
+    shape, dtype, _ = decode_header(header)
+    mesh, placements = _resolve(mesh, placements, len(shape))
+    layout = Layout.balanced(mesh.shape, placements, shape)
+    spec = DArraySpec(mesh, layout, dtype)
+    xp = array_module(array) if comm.Get_rank() == src else np
+    if not shape:  # a 0-d array: one value for everyone
+        value = coll.broadcast(array if comm.Get_rank() == src else None, src, comm)
+        return DArray(_make_partial(value, mesh, placements), spec)
+    # The source layout: all of dim 0 on rank src of a 1-D view of the mesh.
+    nranks = comm.Get_size()
+    cut = tuple(0 if c <= src else shape[0] for c in range(nranks + 1))
+    source = Layout.with_bounds((nranks,), (Shard(0),), shape, [cut] + [None] * (len(shape) - 1))
+    target = Layout(
+        layout.mesh_shape, _replicated_partials(layout.placements), shape, layout.bounds
+    )
+    local = array if comm.Get_rank() == src else xp.empty((0, *shape[1:]), dtype)
+    ranks = tuple(range(nranks))
+    block = transfer(local, source, ranks, target, ranks, comm, layout.local_shape(mesh.coordinate))
+    return DArray(_make_partial(block, mesh, placements), spec)
+
+
+def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any = None) -> DArray:
+    """A DArray made of each rank's ``block``, with no data moved.
+
+    Without ``shape``, the ranks exchange their block shapes (collective over
+    the mesh): blocks may be uneven, even empty, and the DArray keeps those
+    boundaries; trailing dims and dtypes must agree, and a mismatch raises the
+    same error on every rank. With ``shape``, the blocks must be those of the
+    balanced layout (checked collectively). The DArray uses ``block`` as is.
+    """
+    block = _as_array(block)
+    mesh, placements = _resolve(mesh, placements, block.ndim)
+    if not mesh.is_member:
+        dims = tuple(block.shape) if shape is None else tuple(shape)
+        layout = Layout.balanced(mesh.shape, placements, dims)
+        return DArray(block, DArraySpec(mesh, layout, block.dtype))
+    comm = mesh.comm()
+    if shape is not None:
+        layout = Layout.balanced(mesh.shape, placements, tuple(int(n) for n in shape))
+        expected = layout.local_shape(mesh.coordinate)
+        ok = coll.all_reduce(np.array(tuple(block.shape) == expected), "land", comm)
+        if not ok:
+            raise ArgumentError(
+                f"from_local: with shape={tuple(shape)} and placements {placements} the blocks "
+                f"must be those of the balanced layout; this rank's block is {tuple(block.shape)}"
+                f", expected {expected} (some rank's block differs). Pass shape=None to keep "
+                "uneven blocks"
+            )
+        return DArray(block, DArraySpec(mesh, layout, block.dtype))
+    headers = all_gather_headers(comm, block.shape, block.dtype)
+    layout = _layout_from_blocks(mesh, placements, [h[0] for h in headers], [h[1] for h in headers])
+    return DArray(block, DArraySpec(mesh, layout, block.dtype))
+
+
+def _layout_from_blocks(
+    mesh: Any, placements: Any, shapes: list[tuple[int, ...]], dtypes: list[np.dtype]
+) -> Layout:
+    """The layout the ranks' block shapes describe; the same verdict on every rank."""
+    ndim = len(shapes[0])
+    for rank, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        if len(shape) != ndim or dtype != dtypes[0]:
+            raise ArgumentError(
+                f"from_local: the blocks must agree in ndim and dtype; rank 0 has "
+                f"{dtypes[0]}{list(shapes[0])}, rank {rank} has {dtype}{list(shape)}"
+            )
+    coords = list(np.ndindex(*mesh.shape))
+    global_shape: list[int] = []
+    bounds: list[tuple[int, ...] | None] = []
+    base = Layout(mesh.shape, placements, (0,) * ndim, (None,) * ndim)
+    for d in range(ndim):
+        mesh_dims = sharding_mesh_dims(placements, d)
+        if not mesh_dims:
+            lengths = {shape[d] for shape in shapes}
+            if len(lengths) != 1:
+                raise ArgumentError(
+                    f"from_local: dim {d} is not sharded, so every block must have the same "
+                    f"length along it; got {[s[d] for s in shapes]} (rank order)"
+                )
+            global_shape.append(lengths.pop())
+            bounds.append(None)
+            continue
+        by_block: dict[int, int] = {}
+        for coord, shape in zip(coords, shapes):
+            number = base.block_number(coord, d)
+            if by_block.setdefault(number, shape[d]) != shape[d]:
+                raise ArgumentError(
+                    f"from_local: ranks holding the same block of dim {d} (replicas along the "
+                    f"other mesh dims) must agree in its length; got {[s[d] for s in shapes]}"
+                )
+        cut = [0]
+        for number in range(len(by_block)):
+            cut.append(cut[-1] + by_block[number])
+        global_shape.append(cut[-1])
+        bounds.append(tuple(cut))
+    return Layout.with_bounds(mesh.shape, placements, tuple(global_shape), bounds)

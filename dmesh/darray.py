@@ -1,0 +1,163 @@
+"""``DArray``: a distributed array, this rank's block plus the spec of the whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from collectives._device import array_module
+from collectives.errors import ArgumentError
+from dmesh.layout import Layout
+from dmesh.placement import Placement, Replicate, normalize_placements
+from dmesh.redistribute import plan_redistribution, run_steps
+from dmesh.spec import DArraySpec
+
+__all__ = ["DArray"]
+
+
+class DArray:
+    """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
+
+    Each rank holds one block (a ``numpy.ndarray``, or a ``cupy.ndarray`` on a
+    ``"cuda"`` mesh), described by a :class:`DArraySpec`. Build one with
+    :func:`dmesh.distribute`, :func:`dmesh.from_local` or a factory such as
+    :func:`dmesh.zeros`; the constructor is internal.
+
+    Calls that communicate are collective (every rank of the mesh makes them,
+    in the same order): :meth:`full_array`, ``np.asarray(a)``,
+    :meth:`redistribute`, :meth:`rebalance`, :meth:`item`, :meth:`tolist`.
+    The others (:meth:`to_local`, the properties, ``repr``) are local.
+    """
+
+    __slots__ = ("_local", "_spec")
+
+    def __init__(self, local: Any, spec: DArraySpec) -> None:
+        self._local = local
+        self._spec = spec
+
+    # -- description (local) ---------------------------------------------------
+    @property
+    def spec(self) -> DArraySpec:
+        return self._spec
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._spec.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._spec.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._spec.ndim
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._spec.shape, dtype=np.int64))
+
+    @property
+    def mesh(self) -> Any:
+        return self._spec.mesh
+
+    @property
+    def placements(self) -> tuple[Placement, ...]:
+        return self._spec.placements
+
+    @property
+    def local(self) -> Any:
+        """This rank's block (the array itself, not a copy)."""
+        return self._local
+
+    @property
+    def device(self) -> str:
+        return str(self._spec.mesh.device)
+
+    def to_local(self) -> Any:
+        """This rank's block, without communication."""
+        return self._local
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DArray")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"DArray({self._spec!r})"
+
+    # -- collective -----------------------------------------------------------------
+    def redistribute(self, mesh: Any = None, placements: Any = None) -> DArray:
+        """The same global array with other placements (or on another mesh over the same ranks).
+
+        Collective over the mesh. ``mesh`` defaults to this array's mesh and
+        ``placements`` to its placements; the target has balanced blocks.
+        """
+        mesh = self.mesh if mesh is None else mesh
+        if placements is None:
+            placements = self.placements
+        placements = normalize_placements(placements, mesh.ndim, self.ndim)
+        target = Layout.balanced(mesh.shape, placements, self.shape)
+        return self._moved(mesh, target)
+
+    def rebalance(self) -> DArray:
+        """The same placements with balanced blocks (moves only misplaced elements). Collective."""
+        target = Layout.balanced(self.mesh.shape, self.placements, self.shape)
+        return self._moved(self.mesh, target)
+
+    def _moved(self, mesh: Any, target: Layout) -> DArray:
+        spec = DArraySpec(mesh, target, self.dtype)
+        if not self.mesh.is_member or not mesh.is_member:
+            if self.mesh.is_member != mesh.is_member:
+                raise ArgumentError(
+                    "redistribute: the source and target meshes must cover the same ranks"
+                )
+            xp = array_module(self._local)
+            return DArray(xp.empty(spec.local_shape(), self.dtype), spec)
+        if mesh is self.mesh and target == self._spec.layout:
+            return DArray(self._local, spec)
+        steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
+        local = run_steps(self._local, steps, self._spec.layout, self.mesh, mesh, target)
+        return DArray(local, spec)
+
+    def full_array(self) -> Any:
+        """The whole global array on every rank (collective; empty on non-members)."""
+        if not self.mesh.is_member:
+            return array_module(self._local).empty(self.shape, self.dtype)
+        full = self.redistribute(self.mesh, [Replicate()] * self.mesh.ndim)
+        return full.local
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The full array, gathered on every rank: **collective**, as ``full_array``."""
+        full = self.full_array()
+        if not isinstance(full, np.ndarray):
+            full = full.get()
+        return np.asarray(full, dtype=dtype)
+
+    def item(self) -> Any:
+        """The value of a one-element array as a Python scalar (collective)."""
+        if self.size != 1:
+            raise ArgumentError(
+                f"item(): the array has {self.size} elements (shape {self.shape}); "
+                "only one-element arrays convert to a scalar"
+            )
+        return self.full_array().item()
+
+    def tolist(self) -> Any:
+        """The full array as nested Python lists (collective)."""
+        return self.full_array().tolist()
+
+    # -- local operations that keep the layout ------------------------------------------
+    def copy(self) -> DArray:
+        """A DArray with a copy of the block and the same spec (no communication)."""
+        return DArray(self._local.copy(), self._spec)
+
+    def astype(self, dtype: Any) -> DArray:
+        """The array converted to ``dtype`` block by block (no communication).
+
+        A partial value converts before its reduction; for ``Partial("sum")``
+        to an integer type that truncates each term, as NumPy would truncate
+        each addend.
+        """
+        dtype = np.dtype(dtype)
+        return DArray(self._local.astype(dtype), self._spec.with_dtype(dtype))

@@ -1,0 +1,93 @@
+"""``DArraySpec``: everything needed to know any rank's block without communicating."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from collectives.errors import ArgumentError
+from dmesh.layout import Layout
+from dmesh.placement import Partial, Placement, shorts
+
+if TYPE_CHECKING:
+    from dmesh.mesh import DeviceMesh
+
+__all__ = ["DArraySpec"]
+
+
+@dataclass(frozen=True, eq=False)
+class DArraySpec:
+    """Mesh, layout (placements, global shape, block boundaries) and dtype of a DArray.
+
+    Immutable and hashable; two specs are equal when they have the same mesh
+    (the same object), layout and dtype. The hash is computed once: specs key
+    the caches of redistribution plans and, later, of sharding decisions.
+    """
+
+    mesh: DeviceMesh
+    layout: Layout
+    dtype: np.dtype
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for p in self.layout.placements:
+            if isinstance(p, Partial) and p.op in ("min", "max") and self.dtype.kind == "c":
+                raise ArgumentError(
+                    f"{p!r} with dtype {self.dtype}: complex numbers are not ordered, so a "
+                    "partial min/max has no value; use Partial('sum') or real data"
+                )
+        object.__setattr__(self, "_hash", hash((id(self.mesh), self.layout, self.dtype)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, DArraySpec)
+            and self._hash == other._hash
+            and self.mesh is other.mesh
+            and self.layout == other.layout
+            and self.dtype == other.dtype
+        )
+
+    @property
+    def placements(self) -> tuple[Placement, ...]:
+        return self.layout.placements
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.layout.shape)
+
+    def local_shape(self, coord: tuple[int, ...] | None = None) -> tuple[int, ...]:
+        """Block shape at ``coord`` (default: this rank's; empty on a non-member)."""
+        coord = self.mesh.coordinate if coord is None else coord
+        if coord is None:
+            return (0,) * self.ndim
+        return self.layout.local_shape(coord)
+
+    def offsets(self, coord: tuple[int, ...] | None = None) -> tuple[int, ...]:
+        """Global index of the first element of the block at ``coord`` (default: this rank's)."""
+        coord = self.mesh.coordinate if coord is None else coord
+        if coord is None:
+            return (0,) * self.ndim
+        return self.layout.offsets(coord)
+
+    def with_layout(self, layout: Layout) -> DArraySpec:
+        return DArraySpec(self.mesh, layout, self.dtype)
+
+    def with_dtype(self, dtype: np.dtype) -> DArraySpec:
+        return DArraySpec(self.mesh, self.layout, np.dtype(dtype))
+
+    def __repr__(self) -> str:
+        """``f64[8,6] (S(0), R) on mesh x=2,y=2``."""
+        dims = ",".join(str(n) for n in self.shape)
+        kind = {"b": "bool", "i": "i", "u": "u", "f": "f", "c": "c"}.get(self.dtype.kind, "")
+        name = kind if kind == "bool" else f"{kind}{self.dtype.itemsize * 8}"
+        balance = "" if self.layout.is_balanced else " uneven"
+        return f"{name}[{dims}] {shorts(self.placements)}{balance} on {self.mesh.abstract!r}"
