@@ -199,9 +199,15 @@ def linspace(
     def fill(slices: tuple[slice, ...], n: tuple[int, ...]) -> Any:
         xp = _xp_of(mesh)
         i = xp.arange(slices[0].start, slices[0].stop, dtype=np.float64)
-        # As NumPy: y = i * step + start (i / div * delta when the step is 0),
-        # and the last value is exactly stop when the end point is included.
-        y = i / div * delta if div > 0 and step == 0 else i * step
+        # As NumPy: y = i * step + start (i / div * delta when the step is 0,
+        # i * delta when there is no step), and the last value is exactly stop
+        # when the end point is included.
+        if div <= 0:
+            y = i * delta
+        elif step == 0:
+            y = i / div * delta
+        else:
+            y = i * step
         y = y + start
         if endpoint and num > 1 and slices[0].stop == num and y.size:
             y[-1] = stop
