@@ -29,7 +29,7 @@ from dmesh.creation import (
     zeros,
     zeros_like,
 )
-from dmesh.darray import DArray
+from dmesh.darray import DArray, redistribute
 from dmesh.mesh import DeviceMesh, init_mesh
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
@@ -60,6 +60,7 @@ __all__ = [
     "ones",
     "ones_like",
     "random",
+    "redistribute",
     "zeros",
     "zeros_like",
 ]

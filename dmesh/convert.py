@@ -15,7 +15,7 @@ from dmesh.creation import _make_partial, _replicated_partials, _resolve
 from dmesh.darray import DArray
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Shard
-from dmesh.redistribute import transfer
+from dmesh.redistribution import transfer
 from dmesh.spec import DArraySpec
 
 __all__ = ["distribute", "from_local"]
@@ -41,7 +41,7 @@ def distribute(
         spec = DArraySpec(mesh, layout, array.dtype)
         if mesh.coordinate is None:
             return DArray(array_module(array).empty(spec.local_shape(), array.dtype), spec)
-        block = array[layout.slices(mesh.coordinate)].copy()
+        block = _on_device(array[layout.slices(mesh.coordinate)].copy(), mesh)
         return DArray(_make_partial(block, mesh, placements), spec)
     return _distribute_from(array, mesh, placements, src)
 
@@ -51,6 +51,17 @@ def _as_array(array: Any) -> Any:
         array = np.asarray(array)
     check_dtype(array.dtype, "array")
     return array
+
+
+def _on_device(block: Any, mesh: Any) -> Any:
+    """The block as the mesh's device keeps it: CuPy on a ``"cuda"`` mesh, else NumPy."""
+    if mesh.device == "cuda" and not is_device_array(block):
+        import cupy
+
+        return cupy.asarray(block)
+    if mesh.device == "cpu" and is_device_array(block):
+        return block.get()
+    return block
 
 
 def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray:
@@ -82,7 +93,7 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
     xp = array_module(array) if comm.Get_rank() == src else np
     if not shape:  # a 0-d array: one value for everyone
         value = coll.broadcast(array if comm.Get_rank() == src else None, src, comm)
-        return DArray(_make_partial(value, mesh, placements), spec)
+        return DArray(_make_partial(_on_device(value, mesh), mesh, placements), spec)
     # The source layout: all of dim 0 on rank src of a 1-D view of the mesh.
     nranks = comm.Get_size()
     cut = tuple(0 if c <= src else shape[0] for c in range(nranks + 1))
@@ -93,7 +104,7 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
     local = array if comm.Get_rank() == src else xp.empty((0, *shape[1:]), dtype)
     ranks = tuple(range(nranks))
     block = transfer(local, source, ranks, target, ranks, comm, layout.local_shape(mesh.coordinate))
-    return DArray(_make_partial(block, mesh, placements), spec)
+    return DArray(_make_partial(_on_device(block, mesh), mesh, placements), spec)
 
 
 def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any = None) -> DArray:
@@ -107,6 +118,7 @@ def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any 
     """
     block = _as_array(block)
     mesh, placements = _resolve(mesh, placements, block.ndim)
+    block = _on_device(block, mesh)
     if not mesh.is_member:
         dims = tuple(block.shape) if shape is None else tuple(shape)
         layout = Layout.balanced(mesh.shape, placements, dims)

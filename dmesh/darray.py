@@ -10,10 +10,15 @@ from collectives._device import array_module
 from collectives.errors import ArgumentError
 from dmesh.layout import Layout
 from dmesh.placement import Placement, Replicate, normalize_placements
-from dmesh.redistribute import plan_redistribution, run_steps
+from dmesh.redistribution import plan_redistribution, run_steps
 from dmesh.spec import DArraySpec
 
-__all__ = ["DArray"]
+__all__ = ["DArray", "redistribute"]
+
+
+def redistribute(a: DArray, mesh: Any = None, placements: Any = None) -> DArray:
+    """``a.redistribute(mesh, placements)``: the same array laid out anew (collective)."""
+    return a.redistribute(mesh, placements)
 
 
 class DArray:
@@ -107,11 +112,12 @@ class DArray:
 
     def _moved(self, mesh: Any, target: Layout) -> DArray:
         spec = DArraySpec(mesh, target, self.dtype)
+        if mesh is not self.mesh and sorted(mesh.ranks.ravel()) != sorted(self.mesh.ranks.ravel()):
+            raise ArgumentError(
+                f"redistribute: {mesh!r} and {self.mesh!r} must cover the same ranks "
+                "(redistribution moves data between the ranks of one mesh)"
+            )
         if not self.mesh.is_member or not mesh.is_member:
-            if self.mesh.is_member != mesh.is_member:
-                raise ArgumentError(
-                    "redistribute: the source and target meshes must cover the same ranks"
-                )
             xp = array_module(self._local)
             return DArray(xp.empty(spec.local_shape(), self.dtype), spec)
         if mesh is self.mesh and target == self._spec.layout:

@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
+from dmesh.layout import Layout, sharding_mesh_dims
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
@@ -47,7 +48,7 @@ def check_full(comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray) -> No
     if d.mesh.is_member:
         assert_equal_all(comm, full, expected)
     else:  # non-members hold empty blocks and never communicate
-        assert_all(comm, full.shape == expected.shape)
+        assert_all(comm, full.shape == d.shape)
 
 
 def check_block(comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray) -> None:
@@ -80,16 +81,59 @@ def test_distribute_then_full_array_is_exact(
                 check_block(comm, d, a)
 
 
-@pytest.mark.parametrize("shape", [(5,), (3, 4), (1, 7), (2, 3, 2)])
+def uneven_source(a: np.ndarray, mesh: dmesh.DeviceMesh, placements: tuple) -> dmesh.DArray:
+    """``a`` with uneven blocks (the first block of each sharded dim is empty, the second
+    holds the most), made with from_local, which must find those boundaries again."""
+    bounds = []
+    for d, n in enumerate(a.shape):
+        mesh_dims = sharding_mesh_dims(placements, d)
+        if not mesh_dims:
+            bounds.append(None)
+            continue
+        blocks = int(np.prod([mesh.shape[m] for m in mesh_dims]))
+        sizes = [0] + [n - n // 2] + [0] * max(0, blocks - 2) if blocks > 1 else [n]
+        sizes = sizes[:blocks]
+        sizes[-1] += n - sum(sizes)
+        bounds.append(tuple(np.cumsum([0, *sizes])))
+    layout = Layout.with_bounds(mesh.shape, placements, a.shape, bounds)
+    coord = mesh.coordinate
+    block = a[layout.slices(coord)] if coord is not None else a[(slice(0, 0),) * a.ndim]
+    d = dmesh.from_local(np.ascontiguousarray(block), mesh, list(placements))
+    assert d.spec.layout == layout or coord is None
+    return d
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtypes"),
+    [
+        ((), (np.float64,)),
+        ((5,), (np.float64, np.int16)),
+        ((3, 4), (np.float64, np.complex64, np.bool_)),
+        ((1, 7), (np.float64,)),
+        ((2, 3, 2), (np.float64,)),
+        ((2, 1, 3, 2), (np.int32,)),
+    ],
+)
 def test_redistribute_every_pair(
-    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, ...]
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, ...], dtypes: tuple
 ) -> None:
-    a = global_array(shape, np.float64)
-    sources = list(itertools.product(placement_choices(len(shape), True), repeat=mesh.ndim))
-    targets = list(itertools.product(placement_choices(len(shape), False), repeat=mesh.ndim))
+    """Every source (balanced, uneven, partial) to every target placement, against NumPy."""
+    for dtype in dtypes:
+        check_every_pair(comm, mesh, global_array(shape, dtype))
+
+
+def check_every_pair(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, a: np.ndarray) -> None:
+    partial = a.dtype.kind != "c"  # Partial("max") of complex data is an error
+    sources = list(itertools.product(placement_choices(a.ndim, partial), repeat=mesh.ndim))
+    targets = list(itertools.product(placement_choices(a.ndim, False), repeat=mesh.ndim))
     targets += [(Partial("sum"),) * mesh.ndim]
-    for src in sources:
-        d = dmesh.distribute(a, mesh, list(src))
+    made = [dmesh.distribute(a, mesh, list(src)) for src in sources]
+    made += [
+        uneven_source(a, mesh, src)
+        for src in sources
+        if any(p.is_shard() for p in src) and not any(p.is_partial() for p in src)
+    ]
+    for d in made:
         for dst in targets:
             moved = d.redistribute(mesh, list(dst))
             assert_all(comm, moved.placements == tuple(dst))

@@ -111,3 +111,26 @@ def test_cuda_mesh_binds_a_device(comm: MPI.Intracomm) -> None:
         total = C.all_reduce(cupy.ones(3), "sum", mesh)
         ok = ok and bool((total == comm.Get_size()).all())
     assert_all(comm, ok)
+
+
+def test_darrays_on_a_cuda_mesh(comm: MPI.Intracomm, transport: str) -> None:
+    import cupy
+
+    import dmesh
+    from dmesh import Replicate, Shard
+
+    a = np.arange(35.0).reshape(7, 5)
+    with dmesh.init_mesh(comm=comm, device="cuda") as mesh:
+        d = dmesh.distribute(a, mesh, [Shard(0)])
+        ok = isinstance(d.local, cupy.ndarray)
+        moved = d.redistribute(mesh, [Shard(1)])
+        ok = ok and isinstance(moved.local, cupy.ndarray)
+        assert_equal_all(comm, cupy.asnumpy(moved.full_array()), a)
+        assert_equal_all(comm, cupy.asnumpy(d.redistribute(mesh, [Replicate()]).local), a)
+        dmesh.random.seed(5)
+        on_gpu = cupy.asnumpy(dmesh.random.uniform(size=(6, 4), mesh=mesh).full_array())
+        with dmesh.init_mesh((1,), comm=MPI.COMM_SELF) as alone:
+            dmesh.random.seed(5)
+            on_cpu = dmesh.random.uniform(size=(6, 4), mesh=alone).full_array()
+    assert_all(comm, ok, "blocks of a cuda mesh are CuPy arrays")
+    assert_equal_all(comm, on_gpu, on_cpu)

@@ -7,7 +7,7 @@ import pytest
 
 from dmesh.layout import Layout
 from dmesh.placement import Partial, Replicate, Shard
-from dmesh.redistribute import plan_redistribution, transfer_plan
+from dmesh.redistribution import plan_redistribution, transfer_plan
 
 R, S0, S1, P = Replicate(), Shard(0), Shard(1), Partial("sum")
 
