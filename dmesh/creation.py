@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from collectives._device import array_module
 from collectives._dtypes import check_dtype
 from collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.darray import DArray
 from dmesh.layout import Layout
 from dmesh.mesh import DeviceMesh, init_mesh
 from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
+from dmesh.redistribution import partial_term
 from dmesh.spec import DArraySpec
 
 __all__ = [
@@ -63,16 +63,13 @@ def _replicated_partials(placements: tuple[Placement, ...]) -> tuple[Placement, 
 
 
 def _make_partial(block: Any, mesh: DeviceMesh, placements: tuple[Placement, ...]) -> Any:
-    """Turn a replicated block into a partial one (the R -> P rule of redistribution)."""
+    """Turn a replicated block into this rank's term on every ``Partial`` mesh dim."""
     coord = mesh.coordinate
     if coord is None:
         return block
     for m, p in enumerate(placements):
-        if isinstance(p, Partial) and coord[m] != 0:
-            if p.op == "sum":
-                block = array_module(block).zeros_like(block)
-            elif p.op == "prod":
-                block = array_module(block).ones_like(block)
+        if isinstance(p, Partial):
+            block = partial_term(block, p.op, coord[m] == 0)
     return block
 
 

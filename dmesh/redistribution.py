@@ -43,7 +43,7 @@ from collectives.errors import ArgumentError
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Partial, Placement, Replicate, Shard
 
-__all__ = ["Step", "plan_redistribution", "run_steps"]
+__all__ = ["Step", "partial_term", "plan_redistribution", "run_steps", "transfer"]
 
 Step = tuple[Any, ...]
 
@@ -247,15 +247,24 @@ def run_steps(
             cur = step[1]
         elif kind == "make_partial":
             _, m, op = step
-            coord = dst_mesh.coordinate
-            if op == "sum" and coord[m] != 0:
-                local = array_module(local).zeros_like(local)
-            elif op == "prod" and coord[m] != 0:
-                local = array_module(local).ones_like(local)
+            local = partial_term(local, op, dst_mesh.coordinate[m] == 0)
             cur = _set(cur, m, Partial(op), None)
         else:  # pragma: no cover - plans only hold the kinds above
             raise AssertionError(f"unknown redistribution step {step!r}")
     return local
+
+
+def partial_term(value: Any, op: str, first: bool) -> Any:
+    """This rank's term of ``Partial(op)`` for a replicated ``value`` (the R -> P rule).
+
+    The terms must reduce to ``value``: for a sum the first rank along the mesh
+    dim keeps it and the others hold zeros, for a product ones; ``min``,
+    ``max`` and ``avg`` of equal terms are the value itself, so all keep it.
+    """
+    if first or op not in ("sum", "prod"):
+        return value
+    xp = array_module(value)
+    return xp.zeros_like(value) if op == "sum" else xp.ones_like(value)
 
 
 def _cut(sizes: tuple[int, ...]) -> tuple[int, ...]:
