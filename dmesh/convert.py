@@ -10,10 +10,11 @@ import collectives as coll
 from collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
 from collectives._device import array_module, is_device_array
 from collectives._dtypes import check_dtype
-from collectives.errors import ArgumentError
-from dmesh.creation import _make_partial, _replicated_partials, _resolve
+from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.creation import _make_partial, _replicated_partials, _resolve, default_mesh
 from dmesh.darray import DArray
 from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.mesh import DeviceMesh
 from dmesh.placement import Shard
 from dmesh.redistribution import transfer
 from dmesh.spec import DArraySpec
@@ -65,10 +66,15 @@ def _on_device(block: Any, mesh: Any) -> Any:
 
 
 def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray:
-    mesh, _ = _resolve(mesh, [], 0) if mesh is None else (mesh, None)
+    mesh = default_mesh() if mesh is None else mesh
+    if not isinstance(mesh, DeviceMesh):
+        raise ArgumentTypeError(f"mesh: expected a DeviceMesh or None, got {type(mesh).__name__}")
     if not mesh.is_member:
-        raise ArgumentError("distribute(src=...): this rank is not a member of the mesh")
-    comm = mesh.comm()
+        raise ArgumentError(
+            "distribute(src=...): this rank is not a member of the mesh; call it on the "
+            "mesh's ranks only (the others cannot learn the array's shape)"
+        )
+    comm = coll.resolve_group(mesh.comm())
     if not isinstance(src, int) or not 0 <= src < comm.Get_size():
         raise ArgumentError(
             f"src={src!r}: not a rank of the mesh; allowed: 0 to {comm.Get_size() - 1}"
@@ -123,7 +129,7 @@ def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any 
         dims = tuple(block.shape) if shape is None else tuple(shape)
         layout = Layout.balanced(mesh.shape, placements, dims)
         return DArray(block, DArraySpec(mesh, layout, block.dtype))
-    comm = mesh.comm()
+    comm = coll.resolve_group(mesh.comm())
     if shape is not None:
         layout = Layout.balanced(mesh.shape, placements, tuple(int(n) for n in shape))
         expected = layout.local_shape(mesh.coordinate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ class DArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._spec.shape, dtype=np.int64))
+        return math.prod(self._spec.shape)
 
     @property
     def mesh(self) -> Any:

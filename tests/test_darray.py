@@ -223,3 +223,10 @@ def test_bad_input_raises_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceM
             [Shard(0)] + [Replicate()] * (k - 1),
             shape=bad,
         )
+
+
+def test_distribute_from_src_on_the_default_mesh(comm: MPI.Intracomm) -> None:
+    a = global_array((5, 2), np.int64)
+    d = dmesh.distribute(a if MPI.COMM_WORLD.Get_rank() == 0 else None, src=0)
+    assert_all(comm, d.placements == (Shard(0),))
+    check_full(comm, d, a)
