@@ -14,6 +14,8 @@ __all__ = [
     "ArgumentTypeError",
     "CollectiveMismatchError",
     "DMeshError",
+    "ShardingError",
+    "UnsupportedError",
     "suggest",
 ]
 
@@ -28,6 +30,14 @@ class ArgumentError(DMeshError, ValueError):
 
 class ArgumentTypeError(DMeshError, TypeError):
     """An argument has a type that is not allowed (also a ``TypeError``)."""
+
+
+class ShardingError(DMeshError, ValueError):
+    """Arrays whose layouts cannot be combined as asked (also a ``ValueError``)."""
+
+
+class UnsupportedError(DMeshError, NotImplementedError):
+    """An op or a placement dmesh does not support (also a ``NotImplementedError``)."""
 
 
 class CollectiveMismatchError(DMeshError, RuntimeError):

@@ -7,6 +7,8 @@ layout arithmetic. ``import dmesh`` creates no communicator and never imports
 CuPy.
 """
 
+# Last: ops registers its rules and installs the dispatch hook (dmesh/_hooks.py).
+import ops  # noqa: F401
 from collectives.errors import (
     ArgumentError,
     ArgumentTypeError,

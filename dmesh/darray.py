@@ -6,9 +6,11 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from collectives._device import array_module
-from collectives.errors import ArgumentError
+from collectives.errors import ArgumentError, UnsupportedError
+from dmesh import _hooks
 from dmesh.layout import Layout
 from dmesh.placement import Placement, Replicate, normalize_placements
 from dmesh.redistribution import plan_redistribution, run_steps
@@ -22,7 +24,7 @@ def redistribute(a: DArray, mesh: Any = None, placements: Any = None) -> DArray:
     return a.redistribute(mesh, placements)
 
 
-class DArray:
+class DArray(NDArrayOperatorsMixin):
     """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
 
     Each rank holds one block (a ``numpy.ndarray``, or a ``cupy.ndarray`` on a
@@ -37,6 +39,19 @@ class DArray:
     """
 
     __slots__ = ("_local", "_spec")
+    # NumPy calls on DArrays go to the op dispatcher (installed by ``ops``).
+    # Operators come from NDArrayOperatorsMixin, which turns them into ufuncs.
+    __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if _hooks.dispatch_ufunc is None:
+            raise UnsupportedError(f"{ufunc.__name__} on DArrays: the ops package is not loaded")
+        return _hooks.dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if _hooks.dispatch_function is None:
+            raise UnsupportedError(f"{func.__name__} on DArrays: the ops package is not loaded")
+        return _hooks.dispatch_function(func, types, args, kwargs)
 
     def __init__(self, local: Any, spec: DArraySpec) -> None:
         self._local = local
@@ -105,6 +120,14 @@ class DArray:
         placements = normalize_placements(placements, mesh.ndim, self.ndim)
         target = Layout.balanced(mesh.shape, placements, self.shape)
         return self._moved(mesh, target)
+
+    def with_layout(self, layout: Layout) -> DArray:
+        """The same array in ``layout`` (placements and block boundaries) on its mesh.
+
+        Collective over the mesh; no data moves when the layout is already
+        this array's. For dispatch, which aligns operands' blocks.
+        """
+        return self._moved(self.mesh, layout)
 
     def rebalance(self) -> DArray:
         """The same placements with balanced blocks (moves only misplaced elements). Collective."""

@@ -1,5 +1,15 @@
 """Op registry, sharding rules, propagation and dispatch (the top layer).
 
-Empty for now: the registry arrives with the DArray and dispatch work. It may
-import ``dmesh`` and ``collectives``; neither of them imports it at module level.
+Importing it registers every rule and installs the dispatcher behind
+DArray's ``__array_ufunc__``/``__array_function__`` (``dmesh`` imports it
+last in its ``__init__``: the one documented upward link, see
+``dmesh/_hooks.py``).
 """
+
+from ops import rules
+from ops.dispatch import install
+from ops.registry import Call, Row, Rule, register, registered, rule_for
+
+install()
+
+__all__ = ["Call", "Row", "Rule", "register", "registered", "rule_for", "rules"]

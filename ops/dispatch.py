@@ -1,0 +1,121 @@
+"""Dispatch: NumPy calls on DArrays, run block by block with the chosen layouts.
+
+Unwrap the operands, ask propagation for the cheapest layouts (cached), move
+the DArray operands there, call the NumPy function on the local blocks (CuPy
+blocks dispatch themselves through the same protocols) and wrap the result
+with the propagated spec. Python scalars and 0-d arrays are replicated
+values; any other plain array mixed with DArrays is an error that says how to
+convert it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import ArgumentTypeError, ShardingError, UnsupportedError
+from dmesh import _hooks
+from dmesh.darray import DArray
+from dmesh.placement import shorts
+from dmesh.spec import DArraySpec
+from ops.propagation import decide
+from ops.registry import Call, rule_for
+
+__all__ = ["dispatch_function", "dispatch_ufunc", "install"]
+
+_SCALARS = (int, float, complex, bool, np.generic)
+
+
+def dispatch_ufunc(
+    ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``ufunc(*inputs, **kwargs)`` with DArray operands (the ``__array_ufunc__`` hook)."""
+    if method != "__call__":
+        raise UnsupportedError(
+            f"np.{ufunc.__name__}.{method} on DArrays is not supported yet; gather with "
+            "a.full_array() if the array is small"
+        )
+    if "where" in kwargs:
+        raise UnsupportedError(f"np.{ufunc.__name__}(..., where=) on DArrays is not supported yet")
+    if "out" in kwargs:
+        return _into(ufunc, inputs, dict(kwargs))
+    rule = rule_for(ufunc)
+    if rule is None:
+        raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
+    mesh, specs, shapes = _operands(ufunc.__name__, inputs)
+    static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+    call = Call(shapes, tuple(s is not None for s in specs), static)
+    decision = decide(rule, call, specs)
+    blocks = []
+    for x, target in zip(inputs, decision.operands):
+        blocks.append(x.with_layout(target).local if target is not None else x)
+    result = ufunc(*blocks, **kwargs)
+    spec = DArraySpec(mesh, decision.result, np.dtype(result.dtype))
+    return DArray(result, spec)
+
+
+def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``out=``: compute, move the result to ``out``'s layout, write it there (``a += b``)."""
+    out = kwargs.pop("out")
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], DArray):
+        raise ArgumentTypeError(
+            f"np.{ufunc.__name__}(..., out=): out must be one DArray, got {out!r}"
+        )
+    target = outs[0]
+    result = dispatch_ufunc(ufunc, "__call__", inputs, kwargs)
+    if result.shape != target.shape or result.mesh is not target.mesh:
+        raise ShardingError(
+            f"np.{ufunc.__name__}(..., out=): the result {result.spec} does not fit out "
+            f"{target.spec}; out needs the same shape and mesh"
+        )
+    moved = result.with_layout(target.spec.layout)
+    np.copyto(target.local, moved.local, casting=kwargs.get("casting", "same_kind"))
+    return target
+
+
+def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``__array_function__`` hook: no function has a rule yet."""
+    darrays = [a for a in args if isinstance(a, DArray)]
+    placements = ", ".join(shorts(a.placements) for a in darrays)
+    raise UnsupportedError(
+        f"np.{func.__name__} on DArrays with placements {placements} is not supported yet; "
+        "gather with a.full_array() if the array is small, or use a supported operation"
+    )
+
+
+def _operands(
+    name: str, inputs: tuple[Any, ...]
+) -> tuple[Any, tuple[DArraySpec | None, ...], tuple[tuple[int, ...], ...]]:
+    mesh = None
+    specs: list[DArraySpec | None] = []
+    shapes: list[tuple[int, ...]] = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, DArray):
+            if mesh is None:
+                mesh = x.mesh
+            elif x.mesh is not mesh:
+                raise ShardingError(
+                    f"np.{name}: operands {0} and {i} are on different meshes ({mesh!r} and "
+                    f"{x.mesh!r}); redistribute one onto the other's mesh first"
+                )
+            specs.append(x.spec)
+            shapes.append(x.shape)
+        elif isinstance(x, _SCALARS) or (isinstance(x, np.ndarray) and x.ndim == 0):
+            specs.append(None)
+            shapes.append(())
+        else:
+            raise ArgumentTypeError(
+                f"np.{name}: operand {i} is a {type(x).__name__} of shape "
+                f"{getattr(x, 'shape', '?')}, mixed with DArrays; make it a DArray first, e.g. "
+                "dmesh.distribute(x, mesh, placements) (every rank holds x) or "
+                "dmesh.distribute(x, mesh, placements, src=0)"
+            )
+    return mesh, tuple(specs), tuple(shapes)
+
+
+def install() -> None:
+    """Connect DArray's NumPy protocols to this dispatcher (see ``dmesh._hooks``)."""
+    _hooks.dispatch_ufunc = dispatch_ufunc
+    _hooks.dispatch_function = dispatch_function

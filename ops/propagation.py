@@ -1,0 +1,135 @@
+"""Sharding propagation: pick the cheapest acceptable layout for an op's operands and result.
+
+A rule's rows (one mesh dim each) are expanded over every mesh dim; each
+combination gives target placements for the operands and the result. Its
+price is what moving the operands there costs: for each redistribution step,
+the bytes it moves per rank plus a latency term. The cheapest wins (ties go
+to the first row, everything replicated, then shards in dim order). Block
+boundaries follow the operands: an operand that keeps its placements keeps
+its blocks, and the others are aligned to it, so ``a[1:] - a[:-1]`` moves only
+the elements that differ. Decisions are cached by (rule, call, operand specs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.placement import Placement, Shard
+from dmesh.redistribution import plan_redistribution
+from dmesh.spec import DArraySpec
+from ops.registry import Call, Rule
+
+__all__ = ["Decision", "decide"]
+
+LATENCY_BYTES = 10_000.0  # one message costs about as much as moving 10 kB
+LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not nothing
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Target layouts of the DArray operands (None for scalars) and of the result."""
+
+    operands: tuple[Layout | None, ...]
+    result: Layout
+    cost: float
+
+
+@lru_cache(maxsize=16384)
+def decide(rule: Rule, call: Call, specs: tuple[DArraySpec | None, ...]) -> Decision:
+    """The cheapest layout choice for ``rule`` on operands with ``specs`` (pure, cached)."""
+    mesh_shape = next(s for s in specs if s is not None).layout.mesh_shape
+    out_shape = rule.out_shape(call)
+    rows = list(rule.rows(call))
+    best: Decision | None = None
+    for combo in itertools.product(rows, repeat=len(mesh_shape)):
+        out_placements = tuple(row[0] for row in combo)
+        targets = [tuple(row[i + 1] for row in combo) for i in range(len(specs))]
+        decision = _price(mesh_shape, out_shape, out_placements, targets, call, specs)
+        if decision is not None and (best is None or decision.cost < best.cost):
+            best = decision
+    if best is None:  # pragma: no cover - every rule offers the replicated row
+        raise AssertionError(f"{rule.name}: no strategy for {specs}")
+    return best
+
+
+def _price(
+    mesh_shape: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    out_placements: tuple[Placement, ...],
+    targets: list[tuple[Placement, ...]],
+    call: Call,
+    specs: tuple[DArraySpec | None, ...],
+) -> Decision | None:
+    out_bounds: list[tuple[int, ...] | None] = []
+    for d in range(len(out_shape)):
+        if not sharding_mesh_dims(out_placements, d):
+            out_bounds.append(None)
+            continue
+        out_bounds.append(_kept_bounds(d, out_shape, targets, specs))
+    if any(b is None and sharding_mesh_dims(out_placements, d) for d, b in enumerate(out_bounds)):
+        balanced = Layout.balanced(mesh_shape, out_placements, out_shape)
+        out_bounds = [b if b is not None else balanced.bounds[d] for d, b in enumerate(out_bounds)]
+    result = Layout(mesh_shape, out_placements, out_shape, tuple(out_bounds))
+    operands: list[Layout | None] = []
+    cost = 0.0
+    for spec, placements, shape in zip(specs, targets, call.shapes):
+        if spec is None:
+            if any(not p.is_replicate() for p in placements):
+                return None
+            operands.append(None)
+            continue
+        offset = len(out_shape) - len(shape)
+        bounds = tuple(
+            out_bounds[e + offset] if sharding_mesh_dims(placements, e) else None
+            for e in range(len(shape))
+        )
+        target = Layout(mesh_shape, placements, shape, bounds)
+        operands.append(target)
+        cost += _move_cost(spec, target)
+    return Decision(tuple(operands), result, cost)
+
+
+def _kept_bounds(
+    d: int,
+    out_shape: tuple[int, ...],
+    targets: list[tuple[Placement, ...]],
+    specs: tuple[DArraySpec | None, ...],
+) -> tuple[int, ...] | None:
+    """Boundaries of output dim ``d`` from an operand already sharded that way, if any."""
+    for spec, placements in zip(specs, targets):
+        if spec is None or spec.placements != placements:
+            continue
+        own = d - (len(out_shape) - spec.ndim)
+        if own >= 0 and spec.shape[own] == out_shape[d] and spec.layout.bounds[own] is not None:
+            return spec.layout.bounds[own]
+    return None
+
+
+def _move_cost(spec: DArraySpec, target: Layout) -> float:
+    current = spec.layout
+    if current == target:
+        return 0.0
+    shards = math.prod(
+        current.mesh_shape[m] for m, p in enumerate(current.placements) if isinstance(p, Shard)
+    )
+    block = spec.dtype.itemsize * math.prod(current.shape) / max(shards, 1)
+    cost = 0.0
+    for step in plan_redistribution(current, target, True):
+        kind = step[0]
+        if kind in ("slice", "make_partial"):
+            cost += LOCAL_STEP
+            continue
+        k = current.mesh_shape[step[1]] if kind != "transfer" else 1
+        moved = {
+            "all_gather": block * (k - 1),
+            "all_reduce": 2 * block * (k - 1) / k,
+            "reduce_scatter": block * (k - 1) / k,
+            "all_to_all": block * (k - 1) / k,
+            "transfer": block,
+        }[kind]
+        cost += LATENCY_BYTES + moved
+    return cost

@@ -1,0 +1,5 @@
+"""Sharding rules, one module per op family; importing this registers them all."""
+
+from ops.rules import elementwise
+
+__all__ = ["elementwise"]

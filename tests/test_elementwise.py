@@ -1,0 +1,135 @@
+"""Elementwise ufuncs and operators on DArrays agree with NumPy on one process."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Partial, Replicate, Shard
+from helpers import assert_all, assert_equal_all, assert_raises_all
+from ops.propagation import decide
+from ops.registry import Call, rule_for
+
+WORLD = MPI.COMM_WORLD.Get_size()
+
+
+@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
+def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m
+
+
+def values(shape: tuple[int, ...], seed: int, positive: bool = False) -> np.ndarray:
+    x = np.random.default_rng(seed).integers(-4, 5, size=shape).astype(np.float64)
+    return np.abs(x) + 1 if positive else x
+
+
+def layouts(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[object]]:
+    choices = [Replicate()] + [Shard(d) for d in range(ndim)]
+    return [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
+
+
+UNARY = [np.sin, np.exp, np.negative, np.abs, np.sqrt, np.floor, np.isnan, np.square]
+BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.power, np.greater,
+          np.logical_and, np.arctan2, np.fmod]  # fmt: skip
+
+
+@pytest.mark.parametrize("ufunc", UNARY, ids=lambda u: u.__name__)
+def test_unary(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, ufunc: np.ufunc) -> None:
+    a = values((5, 3), 1, positive=True)
+    for placements in layouts(mesh, 2):
+        d = dmesh.distribute(a, mesh, placements)
+        result = ufunc(d)
+        assert_all(comm, isinstance(result, dmesh.DArray) and result.placements == d.placements)
+        assert_equal_all(comm, result.full_array(), ufunc(a))
+
+
+@pytest.mark.parametrize("ufunc", BINARY, ids=lambda u: u.__name__)
+@pytest.mark.parametrize(
+    ("shape_a", "shape_b"), [((5, 3), (5, 3)), ((5, 3), (3,)), ((5, 1), (1, 3)), ((5, 3), ())]
+)
+def test_binary_with_broadcasting(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, ufunc: np.ufunc, shape_a: tuple, shape_b: tuple
+) -> None:
+    a, b = values(shape_a, 2, positive=True), values(shape_b, 3, positive=True)
+    expected = ufunc(a, b)
+    for pa in layouts(mesh, len(shape_a)):
+        x = dmesh.distribute(a, mesh, pa)
+        for pb in layouts(mesh, len(shape_b))[:3]:
+            y = dmesh.distribute(b, mesh, pb)
+            assert_equal_all(comm, ufunc(x, y).full_array(), expected)
+        assert_equal_all(
+            comm,
+            ufunc(x, b if b.ndim == 0 else 2.0).full_array(),
+            ufunc(a, b if b.ndim == 0 else 2.0),
+        )
+        assert_equal_all(comm, ufunc(3, x).full_array(), ufunc(3, a))
+
+
+def test_operators(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a, b = values((4, 6), 4), values((4, 6), 5, positive=True)
+    x = dmesh.distribute(a, mesh, layouts(mesh, 2)[1])
+    y = dmesh.distribute(b, mesh, layouts(mesh, 2)[-1])
+    for got, want in [
+        (x + y, a + b), (x - 1, a - 1), (2 * x, 2 * a), (x / y, a / b), (x ** 2, a ** 2),
+        (-x, -a), (abs(x), abs(a)), (x > y, a > b), (x == y, a == b), (1 - x, 1 - a),
+        (x // y, a // b), (x % y, a % b),
+    ]:  # fmt: skip
+        assert_equal_all(comm, got.full_array(), want)
+    z = x.copy()
+    z += y  # in place: written into z's blocks, in z's layout
+    assert_all(comm, z.spec == x.spec)
+    assert_equal_all(comm, z.full_array(), a + b)
+    assert_equal_all(comm, x.full_array(), a)  # the copy owns its blocks
+
+
+def test_partial_sums_stay_partial(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a, b = values((3, 4), 6), values((3, 4), 7)
+    partial = [Partial("sum")] + [Replicate()] * (mesh.ndim - 1)
+    x, y = dmesh.distribute(a, mesh, partial), dmesh.distribute(b, mesh, partial)
+    total = x + y
+    scaled = 3 * x
+    assert_all(comm, total.placements == tuple(partial) and scaled.placements == tuple(partial))
+    assert_equal_all(comm, total.full_array(), a + b)
+    assert_equal_all(comm, scaled.full_array(), 3 * a)
+    shifted = x + 1  # adding 1 on every rank would add it k times: reduced first
+    assert_all(comm, not any(p.is_partial() for p in shifted.placements))
+    assert_equal_all(comm, shifted.full_array(), a + 1)
+
+
+def test_matching_placements_move_nothing(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = values((6, 5), 8)
+    for placements in layouts(mesh, 2):
+        x = dmesh.distribute(a, mesh, placements)
+        call = Call((x.shape, x.shape), (True, True))
+        decision = decide(rule_for(np.add), call, (x.spec, x.spec))
+        assert_all(comm, decision.cost == 0.0 and decision.result.placements == x.placements)
+
+
+def test_uneven_operands_are_aligned(comm: MPI.Intracomm) -> None:
+    with dmesh.init_mesh(comm=comm) as mesh:
+        n, rank = mesh.size(), mesh.rank
+        a = values((2 * n + 1, 2), 9)
+        sizes = [2 * n + 1] + [0] * (n - 1)  # everything on rank 0
+        start = sum(sizes[:rank])
+        x = dmesh.from_local(a[start : start + sizes[rank]], mesh, [Shard(0)])
+        y = dmesh.distribute(a, mesh, [Shard(0)])  # balanced
+        assert_equal_all(comm, (x + y).full_array(), 2 * a)
+        assert_all(comm, (x + x).spec.layout == x.spec.layout)  # no move needed
+
+
+def test_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    x = dmesh.distribute(values((4, 3), 1), mesh, layouts(mesh, 2)[1])
+    assert_raises_all(comm, TypeError, np.add, x, np.ones((4, 3)), match="dmesh.distribute")
+    assert_raises_all(comm, NotImplementedError, np.add.reduce, x)
+    assert_raises_all(comm, NotImplementedError, np.concatenate, [x, x], match="concatenate")
+    assert_raises_all(comm, NotImplementedError, np.add, x, x, where=True)
+    assert_raises_all(comm, TypeError, np.add, x, x, out=np.empty((4, 3)))
+    with dmesh.init_mesh(comm=comm) as other:
+        y = dmesh.distribute(values((4, 3), 1), other, [Replicate()])
+        assert_raises_all(comm, ValueError, np.add, x, y, match="different meshes")
