@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -172,6 +173,49 @@ class DArray(NDArrayOperatorsMixin):
                 "only one-element arrays convert to a scalar"
             )
         return self.full_array().item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        return operator.index(self.item())
+
+    def __bool__(self) -> bool:
+        """Truth of a one-element array (collective); larger arrays are ambiguous, as in NumPy."""
+        if self.size != 1:
+            raise ArgumentError(
+                f"the truth value of a DArray with {self.size} elements is ambiguous; "
+                "use a.any() or a.all()"
+            )
+        return bool(self.item())
+
+    # NumPy's ndarray methods, each the same op as its np. function (dispatched).
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        return np.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        return np.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.min(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.max(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.all(self, axis=axis, keepdims=keepdims)
 
     def tolist(self) -> Any:
         """The full array as nested Python lists (collective)."""

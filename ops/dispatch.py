@@ -10,6 +10,7 @@ convert it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from dmesh.darray import DArray
 from dmesh.placement import shorts
 from dmesh.spec import DArraySpec
 from ops.propagation import decide
-from ops.registry import Call, rule_for
+from ops.registry import Call, Rule, rule_for
 
 __all__ = ["dispatch_function", "dispatch_ufunc", "install"]
 
@@ -32,10 +33,14 @@ def dispatch_ufunc(
 ) -> Any:
     """``ufunc(*inputs, **kwargs)`` with DArray operands (the ``__array_ufunc__`` hook)."""
     if method != "__call__":
-        raise UnsupportedError(
-            f"np.{ufunc.__name__}.{method} on DArrays is not supported yet; gather with "
-            "a.full_array() if the array is small"
-        )
+        rule = rule_for((ufunc, method))
+        if rule is None or rule.parse is None:
+            raise UnsupportedError(
+                f"np.{ufunc.__name__}.{method} on DArrays is not supported yet; gather with "
+                "a.full_array() if the array is small"
+            )
+        operands, static = rule.parse(inputs, kwargs)
+        return _apply(rule, ufunc, operands, static, f"{ufunc.__name__}.{method}")
     if "where" in kwargs:
         raise UnsupportedError(f"np.{ufunc.__name__}(..., where=) on DArrays is not supported yet")
     if "out" in kwargs:
@@ -43,14 +48,31 @@ def dispatch_ufunc(
     rule = rule_for(ufunc)
     if rule is None:
         raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
-    mesh, specs, shapes = _operands(ufunc.__name__, inputs)
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+    return _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
+
+
+def _apply(
+    rule: Rule,
+    func: Any,
+    operands: list[Any],
+    static: tuple[Any, ...],
+    name: str,
+    kwargs: dict[str, Any] | None = None,
+) -> DArray:
+    """Move the operands to the chosen layouts, compute the blocks, wrap the result."""
+    mesh, specs, shapes = _operands(name, operands)
     call = Call(shapes, tuple(s is not None for s in specs), static)
     decision = decide(rule, call, specs)
-    blocks = []
-    for x, target in zip(inputs, decision.operands):
-        blocks.append(x.with_layout(target).local if target is not None else x)
-    result = ufunc(*blocks, **kwargs)
+    blocks = [
+        x.with_layout(target).local if target is not None else x
+        for x, target in zip(operands, decision.operands)
+    ]
+    if rule.run is not None:
+        result = rule.run(func, blocks, call)
+    else:
+        result = func(*blocks, **(kwargs or {}))
+    result = np.asarray(result) if not hasattr(result, "dtype") or np.isscalar(result) else result
     spec = DArraySpec(mesh, decision.result, np.dtype(result.dtype))
     return DArray(result, spec)
 
@@ -76,17 +98,21 @@ def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
 
 
 def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The ``__array_function__`` hook: no function has a rule yet."""
-    darrays = [a for a in args if isinstance(a, DArray)]
-    placements = ", ".join(shorts(a.placements) for a in darrays)
-    raise UnsupportedError(
-        f"np.{func.__name__} on DArrays with placements {placements} is not supported yet; "
-        "gather with a.full_array() if the array is small, or use a supported operation"
-    )
+    """``func(*args, **kwargs)`` with DArray arguments (the ``__array_function__`` hook)."""
+    rule = rule_for(func)
+    if rule is None or rule.parse is None:
+        darrays = [a for a in args if isinstance(a, DArray)]
+        placements = ", ".join(shorts(a.placements) for a in darrays) or "in a list"
+        raise UnsupportedError(
+            f"np.{func.__name__} on DArrays (placements {placements}) is not supported yet; "
+            "gather with a.full_array() if the array is small, or use a supported operation"
+        )
+    operands, static = rule.parse(args, kwargs)
+    return _apply(rule, func, operands, static, func.__name__)
 
 
 def _operands(
-    name: str, inputs: tuple[Any, ...]
+    name: str, inputs: Sequence[Any]
 ) -> tuple[Any, tuple[DArraySpec | None, ...], tuple[tuple[int, ...], ...]]:
     mesh = None
     specs: list[DArraySpec | None] = []

@@ -43,12 +43,13 @@ def decide(rule: Rule, call: Call, specs: tuple[DArraySpec | None, ...]) -> Deci
     """The cheapest layout choice for ``rule`` on operands with ``specs`` (pure, cached)."""
     mesh_shape = next(s for s in specs if s is not None).layout.mesh_shape
     out_shape = rule.out_shape(call)
+    dim_map = rule.dim_map(call)
     rows = list(rule.rows(call))
     best: Decision | None = None
     for combo in itertools.product(rows, repeat=len(mesh_shape)):
         out_placements = tuple(row[0] for row in combo)
         targets = [tuple(row[i + 1] for row in combo) for i in range(len(specs))]
-        decision = _price(mesh_shape, out_shape, out_placements, targets, call, specs)
+        decision = _price(mesh_shape, out_shape, out_placements, targets, dim_map, specs)
         if decision is not None and (best is None or decision.cost < best.cost):
             best = decision
     if best is None:  # pragma: no cover - every rule offers the replicated row
@@ -61,33 +62,38 @@ def _price(
     out_shape: tuple[int, ...],
     out_placements: tuple[Placement, ...],
     targets: list[tuple[Placement, ...]],
-    call: Call,
+    dim_map: tuple[tuple[int | None, ...], ...],
     specs: tuple[DArraySpec | None, ...],
 ) -> Decision | None:
-    out_bounds: list[tuple[int, ...] | None] = []
-    for d in range(len(out_shape)):
-        if not sharding_mesh_dims(out_placements, d):
-            out_bounds.append(None)
-            continue
-        out_bounds.append(_kept_bounds(d, out_shape, targets, specs))
-    if any(b is None and sharding_mesh_dims(out_placements, d) for d, b in enumerate(out_bounds)):
-        balanced = Layout.balanced(mesh_shape, out_placements, out_shape)
-        out_bounds = [b if b is not None else balanced.bounds[d] for d, b in enumerate(out_bounds)]
+    balanced = Layout.balanced(mesh_shape, out_placements, out_shape)
+    out_bounds = [
+        _kept_bounds(d, out_shape, targets, dim_map, specs) or balanced.bounds[d]
+        if sharding_mesh_dims(out_placements, d)
+        else None
+        for d in range(len(out_shape))
+    ]
     result = Layout(mesh_shape, out_placements, out_shape, tuple(out_bounds))
     operands: list[Layout | None] = []
     cost = 0.0
-    for spec, placements, shape in zip(specs, targets, call.shapes):
+    for spec, placements, dims in zip(specs, targets, dim_map):
         if spec is None:
             if any(not p.is_replicate() for p in placements):
                 return None
             operands.append(None)
             continue
-        offset = len(out_shape) - len(shape)
-        bounds = tuple(
-            out_bounds[e + offset] if sharding_mesh_dims(placements, e) else None
-            for e in range(len(shape))
-        )
-        target = Layout(mesh_shape, placements, shape, bounds)
+        own = Layout.balanced(mesh_shape, placements, spec.shape)
+        bounds: list[tuple[int, ...] | None] = []
+        for e, d in enumerate(dims):
+            mesh_dims = sharding_mesh_dims(placements, e)
+            if not mesh_dims:
+                bounds.append(None)
+            elif d is not None and sharding_mesh_dims(out_placements, d) == mesh_dims:
+                bounds.append(out_bounds[d])  # aligned with the result
+            elif sharding_mesh_dims(spec.placements, e) == mesh_dims:
+                bounds.append(spec.layout.bounds[e])  # kept where it is
+            else:
+                bounds.append(own.bounds[e])
+        target = Layout(mesh_shape, placements, spec.shape, tuple(bounds))
         operands.append(target)
         cost += _move_cost(spec, target)
     return Decision(tuple(operands), result, cost)
@@ -97,14 +103,15 @@ def _kept_bounds(
     d: int,
     out_shape: tuple[int, ...],
     targets: list[tuple[Placement, ...]],
+    dim_map: tuple[tuple[int | None, ...], ...],
     specs: tuple[DArraySpec | None, ...],
 ) -> tuple[int, ...] | None:
     """Boundaries of output dim ``d`` from an operand already sharded that way, if any."""
-    for spec, placements in zip(specs, targets):
-        if spec is None or spec.placements != placements:
+    for spec, placements, dims in zip(specs, targets, dim_map):
+        if spec is None or spec.placements != placements or d not in dims:
             continue
-        own = d - (len(out_shape) - spec.ndim)
-        if own >= 0 and spec.shape[own] == out_shape[d] and spec.layout.bounds[own] is not None:
+        own = dims.index(d)
+        if spec.shape[own] == out_shape[d] and spec.layout.bounds[own] is not None:
             return spec.layout.bounds[own]
     return None
 

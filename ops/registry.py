@@ -37,25 +37,56 @@ class Call:
     static: tuple[Any, ...] = ()
 
 
+Parse = Callable[[tuple[Any, ...], dict[str, Any]], tuple[list[Any], tuple[Any, ...]]]
+Run = Callable[[Any, list[Any], Call], Any]
+DimMap = Callable[[Call], tuple[tuple[int | None, ...], ...]]
+
+
+def broadcast_dims(call: Call) -> tuple[tuple[int | None, ...], ...]:
+    """Elementwise: operand dim ``e`` is output dim ``e + (out ndim - operand ndim)``."""
+    ndim = max((len(s) for s in call.shapes), default=0)
+    return tuple(tuple(e + ndim - len(s) for e in range(len(s))) for s in call.shapes)
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A registered op family: its name and its strategy function."""
+    """A registered op family.
+
+    ``rows`` gives the acceptable one-mesh-dim rows, ``out_shape`` the global
+    result shape. For NumPy functions (``__array_function__``), ``parse``
+    turns ``(args, kwargs)`` into the array operands and a hashable static
+    part, rejecting what is not supported, and ``run`` computes this rank's
+    block from the operands' blocks (by default the function itself).
+    ``dim_map`` tells which output dim each operand dim becomes (None: none,
+    e.g. a reduced axis), so that blocks can be aligned.
+    """
 
     name: str
     rows: Callable[[Call], Sequence[Row]]
     out_shape: Callable[[Call], tuple[int, ...]]
+    parse: Parse | None = None
+    run: Run | None = None
+    dim_map: DimMap = broadcast_dims
 
 
 _rules: dict[Any, Rule] = {}
 
 
 def register(
-    *funcs: Any, name: str, out_shape: Callable[[Call], tuple[int, ...]]
+    *funcs: Any,
+    name: str,
+    out_shape: Callable[[Call], tuple[int, ...]],
+    parse: Parse | None = None,
+    run: Run | None = None,
+    dim_map: DimMap = broadcast_dims,
 ) -> Callable[[Callable[[Call], Sequence[Row]]], Callable[[Call], Sequence[Row]]]:
-    """Register ``rows`` as the strategy of every callable in ``funcs``; twice is an error."""
+    """Register ``rows`` as the strategy of every callable in ``funcs``; twice is an error.
+
+    A key may also be ``(ufunc, "reduce")`` for a ufunc method.
+    """
 
     def decorate(rows: Callable[[Call], Sequence[Row]]) -> Callable[[Call], Sequence[Row]]:
-        rule = Rule(name, rows, out_shape)
+        rule = Rule(name, rows, out_shape, parse, run, dim_map)
         for func in funcs:
             if func in _rules:
                 raise ArgumentError(

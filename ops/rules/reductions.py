@@ -1,0 +1,206 @@
+"""Reductions: ``sum``, ``prod``, ``min``/``max``, ``any``/``all``, ``mean``, ``count_nonzero``.
+
+One rule for the family. On one mesh dim, with reduced axes ``A``:
+
+* everything replicated: reduce the block;
+* input ``S(d)`` with ``d`` reduced: each rank reduces its block and the
+  result is ``Partial(op)`` (sum -> sum, prod -> prod, max/any -> max,
+  min/all -> min; ``mean`` gives each rank's sum divided by the global count,
+  a partial sum of the mean; ``count_nonzero`` a partial sum);
+* input ``S(d)`` with ``d`` kept: the result is sharded on ``d``'s new place;
+* a partial input of the same op stays partial (sums of partial sums, max of
+  partial maxima; ``mean`` is linear, so a partial sum stays one).
+
+Empty blocks reduce to the op's identity (``initial=``), so min and max work
+when some ranks hold nothing of a reduced axis; an empty global axis raises
+like NumPy.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.placement import Partial, Replicate, Shard
+from ops.registry import Call, Row, register
+
+R = Replicate()
+
+# function -> (partial op, whether a partial input of that op stays partial)
+FAMILY: dict[Callable[..., Any], tuple[str, bool]] = {
+    np.sum: ("sum", True),
+    np.nansum: ("sum", False),
+    np.prod: ("prod", True),
+    np.nanprod: ("prod", False),
+    np.max: ("max", True),
+    np.min: ("min", True),
+    np.any: ("max", False),
+    np.all: ("min", False),
+    np.mean: ("sum", True),
+    np.count_nonzero: ("sum", False),
+}
+UFUNC_REDUCE: dict[np.ufunc, Callable[..., Any]] = {
+    np.add: np.sum,
+    np.multiply: np.prod,
+    np.maximum: np.max,
+    np.minimum: np.min,
+    np.logical_or: np.any,
+    np.logical_and: np.all,
+}
+_SUPPORTED = {"a", "axis", "dtype", "keepdims"}
+
+
+def _parse_for(func: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    signature = inspect.signature(func)
+
+    def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+        bound = signature.bind(*args, **kwargs)
+        for key, value in bound.arguments.items():
+            if key not in _SUPPORTED and value is not signature.parameters[key].default:
+                raise UnsupportedError(
+                    f"np.{func.__name__}(..., {key}=) on DArrays is not supported yet; "
+                    f"supported: {', '.join(sorted(_SUPPORTED - {'a'}))}"
+                )
+        a = bound.arguments["a"]
+        ndim = getattr(a, "ndim", 0)
+        axes = _axes(bound.arguments.get("axis"), ndim, func.__name__)
+        dtype = bound.arguments.get("dtype")
+        keepdims = bool(bound.arguments.get("keepdims", False))
+        return [a], (func, axes, keepdims, None if dtype is None else np.dtype(dtype).str)
+
+    return parse
+
+
+def _axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for item in items:
+        try:
+            value = operator.index(item)
+        except TypeError as exc:
+            raise ArgumentTypeError(f"np.{name}: axis must be ints, got {axis!r}") from exc
+        if not -ndim <= value < ndim:
+            raise ArgumentError(
+                f"np.{name}: axis {value} is out of bounds for an array of dimension {ndim}"
+            )
+        out.append(value % ndim)
+    if len(set(out)) != len(out):
+        raise ArgumentError(f"np.{name}: duplicate value in axis {axis!r}")
+    return tuple(sorted(out))
+
+
+def out_shape(call: Call) -> tuple[int, ...]:
+    _, axes, keepdims, _ = call.static
+    shape = call.shapes[0]
+    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keepdims or d not in axes)
+
+
+def dim_map(call: Call) -> tuple[tuple[int | None, ...], ...]:
+    """Kept axes move left past the reduced ones (unless keepdims); reduced axes vanish."""
+    _, axes, keepdims, _ = call.static
+    ndim = len(call.shapes[0])
+    return (
+        tuple(
+            None if d in axes else d if keepdims else d - sum(1 for a in axes if a < d)
+            for d in range(ndim)
+        ),
+    )
+
+
+def rows(call: Call) -> list[Row]:
+    func, axes, keepdims, _ = call.static
+    op, keeps_partial = FAMILY[func]
+    shape = call.shapes[0]
+    result: list[Row] = [(R, R)]
+    for d in range(len(shape)):
+        if d in axes:
+            result.append((Partial(op), Shard(d)))
+        else:
+            new = d if keepdims else d - sum(1 for a in axes if a < d)
+            result.append((Shard(new), Shard(d)))
+    if keeps_partial:
+        result.append((Partial(op), Partial(op)))
+    return result
+
+
+def run(func: Any, blocks: list[Any], call: Call) -> Any:
+    """This rank's block: the reduction of its block, as a partial term where sharded."""
+    family, axes, keepdims, dtype = call.static
+    block = blocks[0]
+    shape = call.shapes[0]
+    kwargs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
+    if dtype is not None:
+        kwargs["dtype"] = np.dtype(dtype)
+    if family is np.mean:
+        count = math.prod(shape[a] for a in axes)
+        return np.sum(block, **kwargs) / count
+    if family is np.count_nonzero:
+        return np.count_nonzero(block, axis=axes, keepdims=keepdims)
+    if family in (np.max, np.min):
+        if any(shape[a] == 0 for a in axes):
+            raise ArgumentError(
+                f"np.{func.__name__}: zero-size array to reduction operation which has no identity"
+            )
+        kind = block.dtype
+        info = (
+            np.finfo(kind) if kind.kind in "fc" else np.iinfo(kind) if kind.kind in "iu" else None
+        )
+        if info is not None:  # empty blocks reduce to the identity
+            identity: Any = (
+                (-np.inf if family is np.max else np.inf)
+                if kind.kind == "f"
+                else (info.min if family is np.max else info.max)
+            )
+            kwargs["initial"] = identity
+        elif kind.kind == "b":
+            kwargs["initial"] = family is np.min
+    return family(block, **kwargs)
+
+
+for _func in FAMILY:
+    register(
+        _func,
+        name=f"reduction.{_func.__name__}",
+        out_shape=out_shape,
+        parse=_parse_for(_func),
+        run=run,
+        dim_map=dim_map,
+    )(rows)
+
+
+def _parse_ufunc_reduce(ufunc: np.ufunc) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    family = UFUNC_REDUCE[ufunc]
+
+    def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+        kwargs = dict(kwargs)
+        axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)
+        for key in kwargs:
+            if key not in ("keepdims", "dtype"):
+                raise UnsupportedError(
+                    f"np.{ufunc.__name__}.reduce(..., {key}=) is not supported yet"
+                )
+        a = args[0]
+        axes = _axes(axis, getattr(a, "ndim", 0), f"{ufunc.__name__}.reduce")
+        dtype = kwargs.get("dtype")
+        static = (
+            family,
+            axes,
+            bool(kwargs.get("keepdims", False)),
+            None if dtype is None else np.dtype(dtype).str,
+        )
+        return [a], static
+
+    return parse
+
+
+for _ufunc in UFUNC_REDUCE:
+    register((_ufunc, "reduce"), name=f"reduction.{_ufunc.__name__}.reduce", out_shape=out_shape,
+             parse=_parse_ufunc_reduce(_ufunc), run=run, dim_map=dim_map)(rows)  # fmt: skip
