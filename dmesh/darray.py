@@ -205,6 +205,16 @@ class DArray(NDArrayOperatorsMixin):
     def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
         return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
+    def var(
+        self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
+    ) -> Any:
+        return np.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def std(
+        self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
+    ) -> Any:
+        return np.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
     def min(self, axis: Any = None, keepdims: bool = False) -> Any:
         return np.min(self, axis=axis, keepdims=keepdims)
 

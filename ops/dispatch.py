@@ -21,7 +21,7 @@ from dmesh.darray import DArray
 from dmesh.placement import shorts
 from dmesh.spec import DArraySpec
 from ops.propagation import decide
-from ops.registry import Call, Rule, rule_for
+from ops.registry import Call, Rule, decomposition_for, rule_for
 
 __all__ = ["dispatch_function", "dispatch_ufunc", "install"]
 
@@ -48,6 +48,9 @@ def dispatch_ufunc(
     rule = rule_for(ufunc)
     if rule is None:
         raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
+    if rule.parse is not None:  # a generalized ufunc with a rule of its own (matmul)
+        operands, static = rule.parse(inputs, kwargs)
+        return _apply(rule, ufunc, operands, static, ufunc.__name__)
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
     return _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
 
@@ -99,6 +102,9 @@ def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
 
 def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` with DArray arguments (the ``__array_function__`` hook)."""
+    impl = decomposition_for(func)
+    if impl is not None:
+        return impl(*args, **kwargs)
     rule = rule_for(func)
     if rule is None or rule.parse is None:
         darrays = [a for a in args if isinstance(a, DArray)]

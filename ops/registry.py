@@ -107,3 +107,31 @@ def rule_for(func: Any) -> Rule | None:
 def registered() -> dict[Any, Rule]:
     """Every registered callable and its rule (for the consistency tests)."""
     return dict(_rules)
+
+
+_decompositions: dict[Any, Callable[..., Any]] = {}
+
+
+def decompose(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``impl`` to run in place of each of ``funcs`` on DArrays.
+
+    ``impl`` is written with NumPy calls on its DArray arguments, so it runs as
+    a sequence of ops that have rules (``var`` is a mean, a subtraction, a
+    square and a mean). Registering a callable twice is an error.
+    """
+
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for func in funcs:
+            if func in _decompositions or func in _rules:
+                raise ArgumentError(
+                    f"decompose: {getattr(func, '__name__', func)!r} already has a rule"
+                )
+            _decompositions[func] = impl
+        return impl
+
+    return decorate
+
+
+def decomposition_for(func: Any) -> Callable[..., Any] | None:
+    """The decomposition registered for ``func``, or None."""
+    return _decompositions.get(func)

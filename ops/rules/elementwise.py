@@ -37,12 +37,22 @@ NON_DECREASING = {
     np.deg2rad, np.rad2deg, np.radians, np.degrees,
 }  # fmt: skip
 
-# Every single-output ufunc NumPy exports, once each (np.abs is np.absolute).
+
+def _numeric(ufunc: np.ufunc) -> bool:
+    """Whether a ufunc takes bool/int/float/complex data (not only datetimes, as isnat)."""
+    return any(all(c in "?bBhHiIlLqQefdgFDG" for c in t.split("->")[0]) for t in ufunc.types)
+
+
+# Every single-output elementwise ufunc NumPy exports, once each (np.abs is
+# np.absolute); generalized ufuncs such as matmul have rules of their own.
 UFUNCS = list(
     {
         getattr(np, name): None
         for name in dir(np)
-        if isinstance(getattr(np, name), np.ufunc) and getattr(np, name).nout == 1
+        if isinstance(getattr(np, name), np.ufunc)
+        and getattr(np, name).nout == 1
+        and getattr(np, name).signature is None
+        and _numeric(getattr(np, name))
     }
 )
 

@@ -1,0 +1,62 @@
+"""Decompositions into ops that have rules: ``var``, ``std``, ``linalg.norm``.
+
+Each is written with NumPy calls on DArrays, so it runs as a few dispatched
+ops and never gathers the array: ``var`` is a mean, a subtraction, a squared
+magnitude and a mean (two passes, as NumPy computes it); ``std`` its square
+root; the vector 2-norm and the Frobenius norm the square root of a sum of
+squared magnitudes.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import UnsupportedError
+from ops.registry import decompose
+
+
+def _axes(a: Any, axis: Any) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(a.ndim))
+    items = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(operator.index(i) % max(a.ndim, 1) for i in items)
+
+
+@decompose(np.var)
+def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+        keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    """``np.var``: ``sum(|a - mean(a)|**2) / (n - ddof)`` over ``axis``."""
+    if out is not None or kwargs:
+        raise UnsupportedError("np.var on DArrays supports axis, dtype, ddof and keepdims")
+    mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True)
+    deviation = a - mean
+    squared = (
+        (deviation * np.conjugate(deviation)).real
+        if a.dtype.kind == "c"
+        else (deviation * deviation)
+    )
+    count = math.prod(a.shape[d] for d in _axes(a, axis))
+    return np.sum(squared, axis=axis, dtype=dtype, keepdims=keepdims) / max(count - ddof, 0)
+
+
+@decompose(np.std)
+def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+        keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    """``np.std``: the square root of :func:`var`."""
+    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, **kwargs))
+
+
+@decompose(np.linalg.norm)
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """``np.linalg.norm`` for ``ord=None``: the 2-norm of a vector, Frobenius of a matrix."""
+    if ord is not None and not (ord == 2 and x.ndim == 1) and ord != "fro":
+        raise UnsupportedError(
+            f"np.linalg.norm(ord={ord!r}) on DArrays is not supported yet; supported: "
+            "ord=None (2-norm of vectors, Frobenius of matrices)"
+        )
+    magnitude = (x * np.conjugate(x)).real if x.dtype.kind == "c" else x * x
+    return np.sqrt(np.sum(magnitude, axis=axis, keepdims=keepdims))

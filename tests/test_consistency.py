@@ -1,0 +1,119 @@
+"""The consistency suite, generated from the registry: every registered op has sample
+inputs here and agrees with NumPy on one process, for several placements and meshes.
+Registering an op without samples makes ``test_every_registered_op_has_samples`` fail."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Partial, Replicate, Shard
+from helpers import assert_all
+from ops.registry import _decompositions, registered
+from ops.rules.elementwise import UFUNCS
+
+WORLD = MPI.COMM_WORLD.Get_size()
+RNG = np.random.default_rng(11)
+
+
+def _sample_array(kind: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "d":
+        return rng.uniform(0.25, 0.75, size=shape)  # inside every ufunc's domain
+    if kind == "l":
+        return rng.integers(1, 6, size=shape)
+    return rng.random(shape) < 0.5
+
+
+def _ufunc_kinds(ufunc: np.ufunc) -> str:
+    """Input type codes of the first loop over float64, int64 and bool only (e.g. ldexp: 'dl')."""
+    for preferred in ("d", "l", "?"):
+        for loop in ufunc.types:
+            inputs = loop.split("->")[0]
+            if preferred in inputs and set(inputs) <= {"d", "l", "?"}:
+                return inputs
+    raise AssertionError(f"no sample dtype for {ufunc.__name__}: {ufunc.types}")
+
+
+# key -> list of (args, kwargs) with numpy arrays; the test distributes the arrays.
+SAMPLES: dict[Any, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+for _u in UFUNCS:
+    _kinds = _ufunc_kinds(_u)
+    _args = tuple(_sample_array(k, (5, 3) if i == 0 else (3,), i) for i, k in enumerate(_kinds))
+    SAMPLES[_u] = [(_args, {})]
+_M = _sample_array("d", (5, 4), 1)
+_V = _sample_array("d", (4,), 2)
+for _f in (np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_nonzero, np.nansum,
+           np.nanprod):  # fmt: skip
+    SAMPLES[_f] = [((_M,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": -1, "keepdims": True})]
+for _u in (np.add, np.multiply, np.maximum, np.minimum, np.logical_or, np.logical_and):
+    SAMPLES[(_u, "reduce")] = [((_M > 0.5 if _u.__name__.startswith("logical") else _M, 0), {})]
+SAMPLES[np.matmul] = [((_M, _V), {}), ((_M, _M.T.copy()), {}), ((_V, _V), {})]
+SAMPLES[np.dot] = [((_M, _V), {}), ((_V, _V), {})]
+SAMPLES[np.inner] = [((_M, _V), {})]
+SAMPLES[np.outer] = [((_V, _V[:3]), {})]
+SAMPLES[np.einsum] = [(("ij,j->i", _M, _V), {}), (("ij,kj->ik", _M, _M), {})]
+SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
+SAMPLES[np.std] = [((_M,), {"axis": 1})]
+SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
+
+
+def test_every_registered_op_has_samples() -> None:
+    missing = [k for k in [*registered(), *_decompositions] if k not in SAMPLES]
+    assert not missing, f"registered without samples: {missing}"
+
+
+@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
+def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m
+
+
+def _placements(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:
+    choices: list[Any] = [Replicate(), *(Shard(d) for d in range(ndim))]
+    combos = [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
+    if ndim:
+        combos.append([Partial("sum")] + [Replicate()] * (mesh.ndim - 1))
+    return combos
+
+
+def _key_name(key: Any) -> str:
+    if isinstance(key, tuple):
+        return f"{key[0].__name__}.{key[1]}"
+    return str(getattr(key, "__name__", key))
+
+
+def _call(key: Any) -> Callable[..., Any]:
+    return getattr(key[0], key[1]) if isinstance(key, tuple) else key
+
+
+@pytest.mark.parametrize("key", list(SAMPLES), ids=_key_name)
+def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -> None:
+    func = _call(key)
+    linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum)
+    for args, kwargs in SAMPLES[key]:
+        expected = func(*args, **kwargs)
+        arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
+        for first in _placements(mesh, args[arrays[0]].ndim):
+            if first[0] == Partial("sum") and not linear:
+                continue
+            dist = list(args)
+            for i in arrays:  # the first operand as chosen, the others replicated
+                p = first if i == arrays[0] else [Replicate()] * mesh.ndim
+                dist[i] = dmesh.distribute(args[i], mesh, p)
+            got = func(*dist, **kwargs)
+            full = np.asarray(got.full_array())
+            ok = full.shape == np.shape(expected) and full.dtype == np.asarray(expected).dtype
+            kind = full.dtype.kind
+            ok = ok and (
+                np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+                if kind in "fc"
+                else np.array_equal(full, expected)
+            )
+            assert_all(comm, ok, f"{_key_name(key)}{first}: {full!r} != {expected!r}")
