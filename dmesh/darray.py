@@ -148,15 +148,16 @@ class DArray(NDArrayOperatorsMixin):
         if mesh is self.mesh and target == self._spec.layout:
             return DArray(self._local, spec)
         steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
-        local = run_steps(self._local, steps, self._spec.layout, self.mesh, mesh, target)
+        local = run_steps(self._local, steps, self.mesh, mesh)
         return DArray(local, spec)
 
     def full_array(self) -> Any:
         """The whole global array on every rank (collective; empty on non-members)."""
         if not self.mesh.is_member:
             return array_module(self._local).empty(self.shape, self.dtype)
-        full = self.redistribute(self.mesh, [Replicate()] * self.mesh.ndim)
-        return full.local
+        replicated = (Replicate(),) * self.mesh.ndim
+        target = Layout.balanced(self.mesh.shape, replicated, self.shape)
+        return self._moved(self.mesh, target).local
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """The full array, gathered on every rank: **collective**, as ``full_array``."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from collectives._layout import balanced_sizes
@@ -54,6 +54,15 @@ class Layout:
     placements: tuple[Placement, ...]
     shape: tuple[int, ...]
     bounds: tuple[Bounds | None, ...]
+    # Layouts key the plan and propagation caches: hash the tuples once.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (self.mesh_shape, self.placements, self.shape, self.bounds)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @staticmethod
     def balanced(

@@ -78,7 +78,7 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
     mid = Layout(dst.mesh_shape, mid_placements, dst.shape, dst.bounds)
     if cur != mid:
         fast = _per_dim_steps(cur, mid) if same_mesh else None
-        steps.extend(fast if fast is not None else [("transfer", mid)])
+        steps.extend(fast if fast is not None else [("transfer", cur, mid)])
     # 3. New partial values, made locally.
     for m, q in enumerate(dst.placements):
         if isinstance(q, Partial) and mid.placements[m] != q:
@@ -123,7 +123,7 @@ def _per_dim_steps(cur: Layout, mid: Layout) -> list[Step] | None:
             ):
                 return None
             cur = _set(cur, m, Shard(d), mid.bounds[d])
-            steps.append(("slice", m, d))
+            steps.append(("slice", m, d, cur))
         elif kind == "all_gather":
             d = step[2]
             if sharding_mesh_dims(cur.placements, d) != (m,):
@@ -203,52 +203,41 @@ def _relative(
 
 
 # -- execution ---------------------------------------------------------------------
-def run_steps(
-    local: Any,
-    steps: tuple[Step, ...],
-    src: Layout,
-    mesh: Any,
-    dst_mesh: Any,
-    dst: Layout,
-) -> Any:
-    """Run ``steps`` on this rank's block ``local`` (of layout ``src`` on ``mesh``)."""
-    cur = src
+def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> Any:
+    """Run ``steps`` on this rank's block ``local`` (on ``mesh``; the target on ``dst_mesh``).
+
+    Collectives get the mesh dim's communicator itself, which takes the
+    collectives' fast path for small messages.
+    """
     for step in steps:
         kind = step[0]
         if kind == "all_reduce":
             _, m, op = step
             # An average of integers is a float: the array keeps its dtype.
-            local = coll.all_reduce(local, op, (mesh, m)).astype(local.dtype, copy=False)
-            cur = _set(cur, m, Replicate(), None)
+            local = coll.all_reduce(local, op, mesh.comm(m)).astype(local.dtype, copy=False)
         elif kind == "reduce_scatter":
             _, m, op, d, sizes = step
-            local = coll.reduce_scatter(local, op, d, (mesh, m), sizes=sizes)
-            cur = _set(cur, m, Shard(d), _cut(sizes))
+            local = coll.reduce_scatter(local, op, d, mesh.comm(m), sizes=sizes)
         elif kind == "all_gather":
             _, m, d, sizes = step
-            local = coll.all_gather(local, d, (mesh, m), sizes=sizes)
-            cur = _set(cur, m, Replicate(), None)
+            local = coll.all_gather(local, d, mesh.comm(m), sizes=sizes)
         elif kind == "slice":
-            _, m, d = step
-            target = _set(cur, m, Shard(d), dst.bounds[d])
-            start, stop = target.block(mesh.coordinate)[d]
+            _, m, d, after = step
+            start, stop = after.block(mesh.coordinate)[d]
             index = [slice(None)] * local.ndim
             index[d] = slice(start, stop)
             local = local[tuple(index)].copy()
-            cur = target
         elif kind == "all_to_all":
             _, m, i, j, split_sizes, concat_sizes = step
             local = coll.all_to_all(
-                local, j, i, (mesh, m), split_sizes=split_sizes, concat_sizes=concat_sizes
+                local, j, i, mesh.comm(m), split_sizes=split_sizes, concat_sizes=concat_sizes
             )
-            cur = _set(cur, m, Shard(j), _cut(split_sizes))
         elif kind == "transfer":
-            local = _transfer(local, cur, step[1], mesh, dst_mesh)
-            cur = step[1]
+            _, before, after = step
+            local = _transfer(local, before, after, mesh, dst_mesh)
         elif kind == "make_partial":
             _, m, op = step
             local = partial_term(local, op, dst_mesh.coordinate[m] == 0)
-            cur = _set(cur, m, Partial(op), None)
         else:  # pragma: no cover - plans only hold the kinds above
             raise AssertionError(f"unknown redistribution step {step!r}")
     return local
@@ -265,13 +254,6 @@ def partial_term(value: Any, op: str, first: bool) -> Any:
         return value
     xp = array_module(value)
     return xp.zeros_like(value) if op == "sum" else xp.ones_like(value)
-
-
-def _cut(sizes: tuple[int, ...]) -> tuple[int, ...]:
-    bounds = [0]
-    for s in sizes:
-        bounds.append(bounds[-1] + s)
-    return tuple(bounds)
 
 
 def mesh_ranks(mesh: Any, comm: MPI.Intracomm) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from dmesh import _hooks
 from dmesh.darray import DArray
 from dmesh.placement import shorts
 from dmesh.spec import DArraySpec
-from ops.propagation import decide
+from ops.propagation import Decision, decide
 from ops.registry import Call, Rule, decomposition_for, rule_for
 
 __all__ = ["dispatch_function", "dispatch_ufunc", "install"]
@@ -28,10 +28,21 @@ __all__ = ["dispatch_function", "dispatch_ufunc", "install"]
 _SCALARS = (int, float, complex, bool, np.generic)
 
 
+# The hot path: (ufunc, operand specs or scalar types) -> (decision, mesh) of
+# a previous call, so that a repeated elementwise call decides nothing.
+_seen: dict[tuple[Any, ...], Decision] = {}
+_PYTHON_SCALARS = (int, float, complex, bool)
+
+
 def dispatch_ufunc(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``ufunc(*inputs, **kwargs)`` with DArray operands (the ``__array_ufunc__`` hook)."""
+    if method == "__call__" and not kwargs:
+        key = (ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs))
+        decision = _seen.get(key)
+        if decision is not None:
+            return _run(ufunc, inputs, decision)
     if method != "__call__":
         rule = rule_for((ufunc, method))
         if rule is None or rule.parse is None:
@@ -40,7 +51,7 @@ def dispatch_ufunc(
                 "a.full_array() if the array is small"
             )
         operands, static = rule.parse(inputs, kwargs)
-        return _apply(rule, ufunc, operands, static, f"{ufunc.__name__}.{method}")
+        return _apply(rule, ufunc, operands, static, f"{ufunc.__name__}.{method}")[0]
     if "where" in kwargs:
         raise UnsupportedError(f"np.{ufunc.__name__}(..., where=) on DArrays is not supported yet")
     if "out" in kwargs:
@@ -50,9 +61,24 @@ def dispatch_ufunc(
         raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
     if rule.parse is not None:  # a generalized ufunc with a rule of its own (matmul)
         operands, static = rule.parse(inputs, kwargs)
-        return _apply(rule, ufunc, operands, static, ufunc.__name__)
+        return _apply(rule, ufunc, operands, static, ufunc.__name__)[0]
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
-    return _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
+    result, decision = _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
+    if not kwargs and all(type(x) is DArray or type(x) in _PYTHON_SCALARS for x in inputs):
+        key = (ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs))
+        _seen[key] = decision
+    return result
+
+
+def _run(ufunc: np.ufunc, inputs: tuple[Any, ...], decision: Decision) -> DArray:
+    """A call whose decision is known: move what must move, compute, wrap."""
+    blocks = [
+        (x.with_layout(target).local if move else x.local) if target is not None else x
+        for x, target, move in zip(inputs, decision.operands, decision.moves)
+    ]
+    result = ufunc(*blocks)
+    mesh = next(x for x in inputs if type(x) is DArray).mesh
+    return DArray(result, decision.result_spec(mesh, result.dtype))
 
 
 def _apply(
@@ -62,22 +88,22 @@ def _apply(
     static: tuple[Any, ...],
     name: str,
     kwargs: dict[str, Any] | None = None,
-) -> DArray:
+) -> tuple[DArray, Decision]:
     """Move the operands to the chosen layouts, compute the blocks, wrap the result."""
     mesh, specs, shapes = _operands(name, operands)
     call = Call(shapes, tuple(s is not None for s in specs), static)
     decision = decide(rule, call, specs)
     blocks = [
-        x.with_layout(target).local if target is not None else x
-        for x, target in zip(operands, decision.operands)
+        (x.with_layout(target).local if move else x.local) if target is not None else x
+        for x, target, move in zip(operands, decision.operands, decision.moves)
     ]
     if rule.run is not None:
         result = rule.run(func, blocks, call)
     else:
         result = func(*blocks, **(kwargs or {}))
-    result = np.asarray(result) if not hasattr(result, "dtype") or np.isscalar(result) else result
-    spec = DArraySpec(mesh, decision.result, np.dtype(result.dtype))
-    return DArray(result, spec)
+    if not hasattr(result, "shape"):  # a NumPy scalar from a 0-d result
+        result = np.asarray(result)
+    return DArray(result, decision.result_spec(mesh, result.dtype)), decision
 
 
 def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -114,7 +140,7 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             "gather with a.full_array() if the array is small, or use a supported operation"
         )
     operands, static = rule.parse(args, kwargs)
-    return _apply(rule, func, operands, static, func.__name__)
+    return _apply(rule, func, operands, static, func.__name__)[0]
 
 
 def _operands(

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Placement, Shard
@@ -31,11 +34,28 @@ LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not
 
 @dataclass(frozen=True)
 class Decision:
-    """Target layouts of the DArray operands (None for scalars) and of the result."""
+    """Target layouts of the DArray operands (None for scalars) and of the result.
+
+    ``moves[i]`` says whether operand ``i`` must be redistributed; result
+    specs are memoized per mesh and dtype, so a cached call builds none.
+    """
 
     operands: tuple[Layout | None, ...]
     result: Layout
     cost: float
+    moves: tuple[bool, ...] = ()
+    _specs: dict[tuple[int, np.dtype], DArraySpec] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+
+    def result_spec(self, mesh: Any, dtype: np.dtype) -> DArraySpec:
+        """The result's spec on ``mesh`` with ``dtype`` (built once)."""
+        key = (id(mesh), dtype)
+        spec = self._specs.get(key)
+        if spec is None or spec.mesh is not mesh:
+            spec = DArraySpec(mesh, self.result, dtype)
+            self._specs[key] = spec
+        return spec
 
 
 @lru_cache(maxsize=16384)
@@ -96,7 +116,10 @@ def _price(
         target = Layout(mesh_shape, placements, spec.shape, tuple(bounds))
         operands.append(target)
         cost += _move_cost(spec, target)
-    return Decision(tuple(operands), result, cost)
+    moves = tuple(
+        spec is not None and target != spec.layout for spec, target in zip(specs, operands)
+    )
+    return Decision(tuple(operands), result, cost, moves)
 
 
 def _kept_bounds(

@@ -15,7 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mpi_env import rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = [("bench_collectives.py", 2), ("bench_redistribute.py", 2)]
+BENCHMARKS = [
+    ("bench_collectives.py", 2),
+    ("bench_redistribute.py", 2),
+    ("bench_dispatch.py", 2),
+]
 
 
 def main() -> int:

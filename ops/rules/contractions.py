@@ -118,9 +118,10 @@ def _parse_einsum(
     return list(args[1:]), (inputs, output)
 
 
-def _run(func: Any, blocks: list[Any], call: Call) -> Any:
+def _run_einsum(func: Any, blocks: list[Any], call: Call) -> Any:
+    # optimize=True lets einsum hand pairwise contractions to BLAS (tensordot).
     inputs, output = call.static
-    return np.einsum(",".join(inputs) + "->" + output, *blocks)
+    return np.einsum(",".join(inputs) + "->" + output, *blocks, optimize=True)
 
 
 def _rows(call: Call) -> list[Row]:
@@ -138,7 +139,9 @@ def _dims(call: Call) -> tuple[tuple[int | None, ...], ...]:
 
 _BINARY = (("matmul", np.matmul), ("dot", np.dot), ("inner", np.inner), ("outer", np.outer))
 for _name, _func in _BINARY:
+    # run=None: the blocks of every row are valid operands of the function
+    # itself (BLAS for matmul/dot), whose local result is the output block.
     register(_func, name=f"contraction.{_name}", out_shape=_shape, parse=_parse_binary(_name),
-             run=_run, dim_map=_dims)(_rows)  # fmt: skip
-register(np.einsum, name="contraction.einsum", out_shape=_shape, parse=_parse_einsum, run=_run,
-         dim_map=_dims)(_rows)  # fmt: skip
+             dim_map=_dims)(_rows)  # fmt: skip
+register(np.einsum, name="contraction.einsum", out_shape=_shape, parse=_parse_einsum,
+         run=_run_einsum, dim_map=_dims)(_rows)  # fmt: skip

@@ -60,6 +60,12 @@ def _parse_for(func: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str,
     signature = inspect.signature(func)
 
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+        if len(args) == 1 and kwargs.keys() <= _SUPPORTED:  # the common call, without bind()
+            a = args[0]
+            axes = _axes(kwargs.get("axis"), getattr(a, "ndim", 0), func.__name__)
+            dtype = kwargs.get("dtype")
+            static = (func, axes, bool(kwargs.get("keepdims", False)))
+            return [a], (*static, None if dtype is None else np.dtype(dtype).str)
         bound = signature.bind(*args, **kwargs)
         for key, value in bound.arguments.items():
             if key not in _SUPPORTED and value is not signature.parameters[key].default:
