@@ -11,7 +11,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from collectives._device import array_module
 from collectives.errors import ArgumentError, UnsupportedError
-from dmesh import _hooks
+from dmesh import _hooks, indexing
 from dmesh.layout import Layout
 from dmesh.placement import Placement, Replicate, normalize_placements
 from dmesh.redistribution import plan_redistribution, run_steps
@@ -227,6 +227,24 @@ class DArray(NDArrayOperatorsMixin):
 
     def all(self, axis: Any = None, keepdims: bool = False) -> Any:
         return np.all(self, axis=axis, keepdims=keepdims)
+
+    def __getitem__(self, key: Any) -> DArray:
+        """Basic indexing (slices, ints, ``None``, ``...``); moves no data (see dmesh.indexing)."""
+        return indexing.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Assign a scalar, a replicated array or a DArray to a basic selection."""
+        indexing.setitem(self, key, value)
+
+    def transpose(self, *axes: Any) -> Any:
+        """The transposed array (a view of each block; no data moves)."""
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = () if axes[0] is None else tuple(axes[0])
+        return np.transpose(self, axes or None)
+
+    @property
+    def T(self) -> Any:
+        return np.transpose(self)
 
     def tolist(self) -> Any:
         """The full array as nested Python lists (collective)."""

@@ -59,6 +59,9 @@ SAMPLES[np.dot] = [((_M, _V), {}), ((_V, _V), {})]
 SAMPLES[np.inner] = [((_M, _V), {})]
 SAMPLES[np.outer] = [((_V, _V[:3]), {})]
 SAMPLES[np.einsum] = [(("ij,j->i", _M, _V), {}), (("ij,kj->ik", _M, _M), {})]
+SAMPLES[np.transpose] = [((_M,), {}), ((_M3 := _sample_array("d", (2, 3, 4), 3), (1, 2, 0)), {})]
+SAMPLES[np.swapaxes] = [((_M3, 0, 2), {})]
+SAMPLES[np.moveaxis] = [((_M3, 0, -1), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
@@ -96,7 +99,8 @@ def _call(key: Any) -> Callable[..., Any]:
 @pytest.mark.parametrize("key", list(SAMPLES), ids=_key_name)
 def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -> None:
     func = _call(key)
-    linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum)
+    linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum,
+                     np.transpose, np.swapaxes, np.moveaxis)  # fmt: skip
     for args, kwargs in SAMPLES[key]:
         expected = func(*args, **kwargs)
         arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]

@@ -1,5 +1,5 @@
 """Sharding rules, one module per op family; importing this registers them all."""
 
-from ops.rules import contractions, elementwise, reductions, statistics
+from ops.rules import contractions, elementwise, reductions, shape, statistics
 
-__all__ = ["contractions", "elementwise", "reductions", "statistics"]
+__all__ = ["contractions", "elementwise", "reductions", "shape", "statistics"]

@@ -1,0 +1,200 @@
+"""Basic indexing of DArrays: slices, integers, ``None`` and ``...``, with no data moved.
+
+Slicing a sharded dim keeps every element where it is: the result's block
+boundaries are counted from what each block keeps, so ``a[1:]`` is an uneven
+layout (first-class; dispatch aligns operands that differ). An integer index
+on a sharded dim selects one block's element: the ranks holding it keep it,
+the others hold zeros, and the result is ``Partial("sum")`` along those mesh
+dims, reduced only when needed. A negative step on a sharded dim would
+reverse the block order and is not supported yet (redistribute that dim to
+``Replicate()`` first).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from typing import TYPE_CHECKING, Any
+
+from collectives._device import array_module
+from collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.placement import Partial, Placement, Shard
+from dmesh.spec import DArraySpec
+
+if TYPE_CHECKING:
+    from dmesh.darray import DArray
+
+__all__ = ["getitem", "setitem"]
+
+NOT_HELD = object()  # an int index whose element lives on another rank
+
+
+def _expand(key: Any, ndim: int) -> list[Any]:
+    """The key as one item per input dim, plus ``None`` items for new dims."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, slice)):
+            try:
+                operator.index(item)
+            except TypeError as exc:
+                raise UnsupportedError(
+                    f"indexing DArrays with {type(item).__name__} is not supported yet; "
+                    "basic indexing (slices, ints, None, ...) is"
+                ) from exc
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise ArgumentTypeError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > ndim:
+        raise IndexError(f"too many indices for a {ndim}-d DArray: {used} were given")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (ndim - used)
+    else:
+        items += [slice(None)] * (ndim - used)
+    return items
+
+
+def plan_index(spec: DArraySpec, key: Any) -> tuple[Layout, tuple[Any, ...], dict[int, int]]:
+    """The result layout, this rank's key into its block, and the owners of int indices.
+
+    The local key has ``None`` for new axes and :data:`NOT_HELD` for an int
+    index whose element another rank holds. ``owners`` maps each mesh dim that
+    shards an int-indexed dim to the block number holding the element.
+    """
+    layout = spec.layout
+    items = _expand(key, spec.ndim)
+    coord = spec.mesh.coordinate
+    out_shape: list[int] = []
+    out_bounds: list[tuple[int, ...] | None] = []
+    out_dim_of: dict[int, int] = {}
+    local: list[Any] = []
+    owners: dict[int, int] = {}
+    d = 0
+    for item in items:
+        if item is None:
+            out_shape.append(1)
+            out_bounds.append(None)
+            local.append(None)
+            continue
+        n = layout.shape[d]
+        mesh_dims = sharding_mesh_dims(layout.placements, d)
+        cut = layout.bounds[d]
+        start = stop = 0
+        if coord is not None and cut is not None:
+            b = layout.block_number(coord, d)
+            start, stop = cut[b], cut[b + 1]
+        elif cut is None:
+            start, stop = 0, n
+        if isinstance(item, slice):
+            first, last, step = item.indices(n)
+            length = len(range(first, last, step))
+            if cut is None:
+                local.append(item)
+                out_bounds.append(None)
+            else:
+                if step < 0:
+                    raise UnsupportedError(
+                        f"a negative step on dim {d}, which is sharded, would reverse its "
+                        "blocks; redistribute that dim to Replicate() first"
+                    )
+                counts = [_count(first, last, step, lo, hi) for lo, hi in itertools.pairwise(cut)]
+                bounds = [0]
+                for c in counts:
+                    bounds.append(bounds[-1] + c)
+                out_bounds.append(tuple(bounds))
+                local.append(_local_slice(first, last, step, start, stop))
+            out_dim_of[d] = len(out_shape)
+            out_shape.append(length)
+        else:
+            index = operator.index(item)
+            if not -n <= index < n:
+                raise IndexError(f"index {index} is out of bounds for axis {d} with size {n}")
+            index %= n
+            if cut is None:
+                local.append(index)
+            else:
+                owner = next(b for b in range(len(cut) - 1) if cut[b] <= index < cut[b + 1])
+                for m in mesh_dims:
+                    owners[m] = owner
+                local.append(index - start if start <= index < stop else NOT_HELD)
+        d += 1
+    placements: list[Placement] = []
+    for m, p in enumerate(layout.placements):
+        if isinstance(p, Shard):
+            placements.append(Partial("sum") if m in owners else Shard(out_dim_of[p.dim]))
+        else:
+            placements.append(p)
+    result = Layout(layout.mesh_shape, tuple(placements), tuple(out_shape), tuple(out_bounds))
+    return result, tuple(local), owners
+
+
+def _count(first: int, last: int, step: int, lo: int, hi: int) -> int:
+    """How many of range(first, last, step) (step > 0) lie in [lo, hi)."""
+    lo, hi = max(lo, first), min(hi, last)
+    if lo >= hi:
+        return 0
+    begin = first + math.ceil((lo - first) / step) * step
+    return 0 if begin >= hi else (hi - 1 - begin) // step + 1
+
+
+def _local_slice(first: int, last: int, step: int, start: int, stop: int) -> slice:
+    """The part of range(first, last, step) inside the block [start, stop), in block terms."""
+    if _count(first, last, step, start, stop) == 0:
+        return slice(0, 0)
+    lo = max(start, first)
+    begin = first + math.ceil((lo - first) / step) * step
+    return slice(begin - start, min(stop, last) - start, step)
+
+
+def getitem(a: DArray, key: Any) -> DArray:
+    """``a[key]`` for basic indexing: views of the blocks, no communication."""
+    from dmesh.darray import DArray
+
+    layout, local_key, _ = plan_index(a.spec, key)
+    spec = DArraySpec(a.mesh, layout, a.dtype)
+    xp = array_module(a.local)
+    if a.mesh.coordinate is None:
+        return DArray(xp.empty(spec.local_shape(), a.dtype), spec)
+    if any(k is NOT_HELD for k in local_key):  # another rank holds it: a zero term
+        return DArray(xp.zeros(spec.local_shape(), a.dtype), spec)
+    return DArray(xp.asarray(a.local[local_key]), spec)
+
+
+def setitem(a: DArray, key: Any, value: Any) -> None:
+    """``a[key] = value``: a scalar, an array every rank holds, or a DArray of the selection.
+
+    Local writes only, except that a DArray value is first moved to the
+    selection's layout (collective).
+    """
+    from dmesh.darray import DArray
+
+    if any(p.is_partial() for p in a.placements):
+        raise UnsupportedError("assigning into a DArray with Partial placements: reduce it first")
+    layout, local_key, owners = plan_index(a.spec, key)
+    if isinstance(value, DArray):
+        if owners:
+            raise UnsupportedError(
+                "assigning a DArray through an int index on a sharded dim is not supported yet"
+            )
+        if value.shape != layout.shape:
+            raise ArgumentTypeError(
+                f"cannot assign a DArray of shape {value.shape} to a selection of shape "
+                f"{layout.shape}; the shapes must be equal"
+            )
+        value = value.with_layout(layout).local
+        if a.mesh.coordinate is not None:
+            a.local[local_key] = value
+        return
+    if a.mesh.coordinate is None or any(k is NOT_HELD for k in local_key):
+        return
+    xp = array_module(a.local)
+    value = xp.asarray(value)
+    if value.ndim == 0:
+        a.local[local_key] = value
+        return
+    # A value every rank holds whole: write the part this rank's selection covers.
+    full = xp.broadcast_to(value, layout.shape)
+    coord = a.mesh.coordinate
+    a.local[local_key] = full[layout.slices(coord)] if coord is not None else full

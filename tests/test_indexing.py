@@ -1,0 +1,88 @@
+"""Basic indexing and assignment on DArrays agree with NumPy; slicing moves no data."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Replicate, Shard
+from helpers import assert_all, assert_equal_all, assert_raises_all
+
+WORLD = MPI.COMM_WORLD.Get_size()
+KEYS = [
+    np.s_[1:], np.s_[:-1], np.s_[2:9:3], np.s_[::2], np.s_[3], np.s_[-1, 1], np.s_[..., 0],
+    np.s_[None, 1:4], np.s_[:, None, 0], np.s_[4:4], np.s_[1:8, 1:], np.s_[::-1, 0],
+]  # fmt: skip
+
+
+@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
+def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m
+
+
+def layouts(mesh: dmesh.DeviceMesh) -> list[list[object]]:
+    return [list(p) for p in itertools.product([Replicate(), Shard(0), Shard(1)], repeat=mesh.ndim)]
+
+
+def test_getitem(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = np.arange(20.0).reshape(10, 2) ** 2
+    for placements in layouts(mesh):
+        d = dmesh.distribute(a, mesh, placements)
+        for key in KEYS:
+            sharded_rows = Shard(0) in placements
+            if (
+                isinstance(key, tuple)
+                and isinstance(key[0], slice)
+                and key[0].step == -1
+                and sharded_rows
+            ):
+                assert_raises_all(
+                    comm, NotImplementedError, d.__getitem__, key, match="negative step"
+                )
+                continue
+            got = d[key]
+            assert_equal_all(comm, got.full_array(), a[key])
+
+
+def test_slicing_moves_no_data_and_stencils_align(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    a = np.arange(30.0).reshape(15, 2) ** 2
+    d = dmesh.distribute(a, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    tail = d[1:]
+    same = mesh.coordinate is None or np.shares_memory(tail.local, d.local) or tail.local.size == 0
+    assert_all(comm, same, "a[1:] is a view of each block")
+    assert_equal_all(comm, (d[1:] - d[:-1]).full_array(), a[1:] - a[:-1])
+    assert_equal_all(
+        comm, (d[2:] - 2 * d[1:-1] + d[:-2]).full_array(), a[2:] - 2 * a[1:-1] + a[:-2]
+    )
+
+
+def test_setitem(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = np.arange(24.0).reshape(8, 3)
+    for placements in layouts(mesh):
+        d = dmesh.distribute(a, mesh, placements)
+        b = a.copy()
+        d[2:5] = -1.0
+        b[2:5] = -1.0
+        d[7, 1] = 100.0
+        b[7, 1] = 100.0
+        d[:, 0] = np.arange(8.0)  # a value every rank holds
+        b[:, 0] = np.arange(8.0)
+        d[1:3] = dmesh.distribute(np.full((2, 3), 5.0), mesh, [Replicate()] * mesh.ndim)
+        b[1:3] = 5.0
+        assert_equal_all(comm, d.full_array(), b)
+
+
+def test_index_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    d = dmesh.distribute(np.zeros((4, 3)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    assert_raises_all(comm, IndexError, d.__getitem__, np.s_[4], match="out of bounds")
+    assert_raises_all(comm, IndexError, d.__getitem__, np.s_[0, 0, 0], match="too many")
+    assert_raises_all(comm, NotImplementedError, d.__getitem__, np.array([0, 1]))
+    assert_raises_all(comm, NotImplementedError, d.__getitem__, [0, 1])
