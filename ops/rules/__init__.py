@@ -1,5 +1,19 @@
 """Sharding rules, one module per op family; importing this registers them all."""
 
-from ops.rules import contractions, elementwise, reductions, shape, statistics
+from ops.rules import (
+    contractions,
+    elementwise,
+    elementwise_functions,
+    reductions,
+    shape,
+    statistics,
+)
 
-__all__ = ["contractions", "elementwise", "reductions", "shape", "statistics"]
+__all__ = [
+    "contractions",
+    "elementwise",
+    "elementwise_functions",
+    "reductions",
+    "shape",
+    "statistics",
+]

@@ -1,0 +1,88 @@
+"""NumPy functions that work element by element: ``where``, ``clip``, ``isclose``,
+``nan_to_num`` (the elementwise rule, without partial rows), and the whole-array
+verdicts built on them, ``allclose`` and ``array_equal``, which return a
+Python bool that every rank agrees on (collective).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import UnsupportedError
+from ops.registry import Call, decompose, register
+from ops.rules.elementwise import broadcast_shape, elementwise_rows
+
+# function -> names of its array operands (the other arguments are static)
+OPERANDS: dict[Callable[..., Any], tuple[str, ...]] = {
+    np.where: ("condition", "x", "y"),
+    np.clip: ("a", "a_min", "a_max"),
+    np.isclose: ("a", "b"),
+    np.nan_to_num: ("x",),
+}
+
+
+def _parse_for(func: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(func)
+    operands = OPERANDS[func]
+
+    def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+        bound = signature.bind(*args, **kwargs)
+        if func is np.where and len(bound.arguments) != 3:
+            raise UnsupportedError("np.where(condition) without x and y is not supported yet")
+        if "out" in bound.arguments:
+            raise UnsupportedError(f"np.{func.__name__}(..., out=) on DArrays is not supported yet")
+        values = [bound.arguments[name] for name in operands if name in bound.arguments]
+        # The other arguments (rtol, nan=...) are scalars: hashable, so they key the cache.
+        static = tuple((k, v) for k, v in bound.arguments.items() if k not in operands)
+        return values, static
+
+    return parse
+
+
+def _run(func: Any, blocks: list[Any], call: Call) -> Any:
+    return func(*blocks, **dict(call.static))
+
+
+for _func in OPERANDS:
+    register(_func, name=f"elementwise.{_func.__name__}", out_shape=broadcast_shape,
+             parse=_parse_for(_func), run=_run)(elementwise_rows(None))  # type: ignore[arg-type]  # fmt: skip
+
+
+@decompose(np.allclose)
+def allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    """``np.allclose`` as one Python bool agreed on every rank (collective)."""
+    return bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@decompose(np.array_equal)
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """``np.array_equal`` as one Python bool agreed on every rank (collective)."""
+    if np.shape(a1) != np.shape(a2):
+        return False
+    if equal_nan:
+        return bool(np.all((a1 == a2) | (np.isnan(a1) & np.isnan(a2))))
+    return bool(np.all(a1 == a2))
+
+
+@decompose(np.shape)
+def shape(a: Any) -> tuple[int, ...]:
+    """``np.shape``: the global shape (no communication)."""
+    return tuple(a.shape)
+
+
+@decompose(np.ndim)
+def ndim(a: Any) -> int:
+    """``np.ndim``: the number of dimensions (no communication)."""
+    return int(a.ndim)
+
+
+@decompose(np.size)
+def size(a: Any, axis: int | None = None) -> int:
+    """``np.size``: the global number of elements, or the length of ``axis``."""
+    return int(a.size if axis is None else a.shape[axis])
