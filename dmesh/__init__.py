@@ -17,6 +17,7 @@ from collectives.errors import (
 )
 from dmesh import random
 from dmesh.abstract_mesh import AbstractMesh
+from dmesh.context import implicit_replication
 from dmesh.convert import distribute, from_local
 from dmesh.creation import (
     arange,
@@ -57,6 +58,7 @@ __all__ = [
     "from_local",
     "full",
     "full_like",
+    "implicit_replication",
     "init_mesh",
     "linspace",
     "ones",

@@ -17,8 +17,10 @@ import numpy as np
 
 from collectives.errors import ArgumentTypeError, ShardingError, UnsupportedError
 from dmesh import _hooks
+from dmesh.context import implicit_replication_active
+from dmesh.convert import distribute
 from dmesh.darray import DArray
-from dmesh.placement import shorts
+from dmesh.placement import Replicate, shorts
 from dmesh.spec import DArraySpec
 from ops.propagation import Decision, decide
 from ops.registry import Call, Rule, decomposition_for, rule_for
@@ -90,6 +92,7 @@ def _apply(
     kwargs: dict[str, Any] | None = None,
 ) -> tuple[DArray, Decision]:
     """Move the operands to the chosen layouts, compute the blocks, wrap the result."""
+    operands = _replicate_arrays(operands)
     mesh, specs, shapes = _operands(name, operands)
     call = Call(shapes, tuple(s is not None for s in specs), static)
     decision = decide(rule, call, specs)
@@ -143,6 +146,18 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
     return _apply(rule, func, operands, static, func.__name__)[0]
 
 
+def _replicate_arrays(inputs: Sequence[Any]) -> list[Any]:
+    """Inside ``dmesh.implicit_replication()``: plain arrays become replicated DArrays."""
+    mesh = next((x.mesh for x in inputs if isinstance(x, DArray)), None)
+    if mesh is None or not implicit_replication_active():
+        return list(inputs)
+    replicated = [Replicate()] * mesh.ndim
+    return [
+        distribute(x, mesh, replicated) if isinstance(x, np.ndarray) and x.ndim else x
+        for x in inputs
+    ]
+
+
 def _operands(
     name: str, inputs: Sequence[Any]
 ) -> tuple[Any, tuple[DArraySpec | None, ...], tuple[tuple[int, ...], ...]]:
@@ -168,7 +183,8 @@ def _operands(
                 f"np.{name}: operand {i} is a {type(x).__name__} of shape "
                 f"{getattr(x, 'shape', '?')}, mixed with DArrays; make it a DArray first, e.g. "
                 "dmesh.distribute(x, mesh, placements) (every rank holds x) or "
-                "dmesh.distribute(x, mesh, placements, src=0)"
+                "dmesh.distribute(x, mesh, placements, src=0), or use it inside "
+                "`with dmesh.implicit_replication():`"
             )
     return mesh, tuple(specs), tuple(shapes)
 

@@ -133,3 +133,16 @@ def test_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     with dmesh.init_mesh(comm=comm) as other:
         y = dmesh.distribute(values((4, 3), 1), other, [Replicate()])
         assert_raises_all(comm, ValueError, np.add, x, y, match="different meshes")
+
+
+def test_implicit_replication(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a, b = values((4, 3), 1), values((4, 3), 2)
+    x = dmesh.distribute(a, mesh, layouts(mesh, 2)[1])
+    assert_raises_all(comm, TypeError, np.add, x, b, match="implicit_replication")
+    with dmesh.implicit_replication():
+        y = x + b
+        z = np.multiply(b, x)
+    assert_all(comm, y.placements == x.placements, repr(y))  # b sliced locally, x not moved
+    assert_equal_all(comm, y.full_array(), a + b)
+    assert_equal_all(comm, z.full_array(), b * a)
+    assert_raises_all(comm, TypeError, np.add, x, b)  # off again after the block
