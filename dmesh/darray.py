@@ -222,6 +222,12 @@ class DArray(NDArrayOperatorsMixin):
     def max(self, axis: Any = None, keepdims: bool = False) -> Any:
         return np.max(self, axis=axis, keepdims=keepdims)
 
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.argmin(self, axis=axis, keepdims=keepdims)
+
     def any(self, axis: Any = None, keepdims: bool = False) -> Any:
         return np.any(self, axis=axis, keepdims=keepdims)
 

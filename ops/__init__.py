@@ -6,10 +6,13 @@ last in its ``__init__``: the one documented upward link, see
 ``dmesh/_hooks.py``).
 """
 
-from ops import rules
+from ops import kernels, rules
 from ops.dispatch import install
+from ops.kernels import argextreme
 from ops.registry import Call, Row, Rule, register, registered, rule_for
 
 install()
 
-__all__ = ["Call", "Row", "Rule", "register", "registered", "rule_for", "rules"]
+__all__ = [
+    "Call", "Row", "Rule", "argextreme", "kernels", "register", "registered", "rule_for", "rules",
+]  # fmt: skip

@@ -1,0 +1,1 @@
+"""Ops with their own communication algorithm, one file per algorithm."""

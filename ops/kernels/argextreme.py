@@ -1,0 +1,139 @@
+"""``argmax``/``argmin`` over sharded axes: candidates per block, combined across ranks.
+
+Each rank finds its block's best element along the axis and turns the
+position into a global index. Along every mesh dim that shards the axis, the
+ranks all-gather their (value, index) candidates (arrays of the result's
+size, far smaller than the data) and keep, element by element, the best
+value, the first NaN if there is one (NumPy's rule), and the smallest global
+index among ties. The combination is associative and order-free, so nested
+shardings are combined one mesh dim at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import collectives as coll
+from collectives.errors import ArgumentError, UnsupportedError
+from dmesh.darray import DArray
+from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.placement import Partial, Placement, Replicate, Shard
+from dmesh.spec import DArraySpec
+from ops.registry import decompose
+
+_FAR = np.iinfo(np.int64).max  # the index of a candidate that does not exist
+
+
+def _best(values: Any, indices: Any, find_max: bool) -> tuple[Any, Any]:
+    """Along axis 0: the best value (max or min, first NaN wins) and its smallest index."""
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+        filled = np.where(nan, -np.inf if find_max else np.inf, values)
+    else:
+        nan = np.zeros(values.shape, dtype=bool)
+        filled = values
+    target = filled.max(axis=0) if find_max else filled.min(axis=0)
+    chosen = np.where(nan.any(axis=0), nan, (filled == target) & ~nan)
+    index = np.where(chosen, indices, _FAR).min(axis=0)
+    value = np.take_along_axis(values, np.argmax(chosen & (indices == index), axis=0)[None], 0)[0]
+    return value, index
+
+
+def _extreme(a: Any, axis: Any, keepdims: bool, find_max: bool, name: str) -> Any:
+    if a.dtype.kind == "c":
+        raise UnsupportedError(f"np.{name} of complex DArrays is not supported yet")
+    if any(isinstance(p, Partial) for p in a.placements):  # reduce the partial values first
+        a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
+    if axis is None:
+        if a.size == 0:
+            raise ArgumentError(f"attempt to get {name} of an empty sequence")
+        return _along(a, None, keepdims, find_max)
+    axis = int(axis)
+    if not -a.ndim <= axis < a.ndim:
+        raise ArgumentError(
+            f"np.{name}: axis {axis} is out of bounds for array of dimension {a.ndim}"
+        )
+    axis %= a.ndim
+    if a.shape[axis] == 0:
+        raise ArgumentError(f"attempt to get {name} of an empty sequence")
+    return _along(a, axis, keepdims, find_max)
+
+
+def _along(a: DArray, axis: int | None, keepdims: bool, find_max: bool) -> DArray:
+    layout = a.spec.layout
+    mesh = a.mesh
+    reduced = tuple(range(a.ndim)) if axis is None else (axis,)
+    out_shape = tuple(
+        1 if d in reduced else n for d, n in enumerate(a.shape) if keepdims or d not in reduced
+    )
+    new_dim = {d: (d if keepdims else d - sum(1 for r in reduced if r < d)) for d in range(a.ndim)}
+    placements: list[Placement] = []
+    bounds: list[Any] = [None] * len(out_shape)
+    for p in layout.placements:
+        if isinstance(p, Shard) and p.dim not in reduced:
+            placements.append(Shard(new_dim[p.dim]))
+            bounds[new_dim[p.dim]] = layout.bounds[p.dim]
+        else:
+            placements.append(Replicate())
+    result = Layout(layout.mesh_shape, tuple(placements), out_shape, tuple(bounds))
+    spec = DArraySpec(mesh, result, np.dtype(np.intp))
+    if mesh.coordinate is None:
+        return DArray(np.empty(spec.local_shape(), np.intp), spec)
+    values, indices = _local_candidates(a, axis, find_max)
+    for m in sorted({m for d in reduced for m in sharding_mesh_dims(layout.placements, d)}):
+        comm = mesh.comm(m)
+        stacked_v = coll.all_gather(values[None], 0, comm)
+        stacked_i = coll.all_gather(indices[None], 0, comm)
+        values, indices = _best(stacked_v, stacked_i, find_max)
+    if keepdims:
+        indices = np.expand_dims(indices, reduced)
+    return DArray(np.asarray(indices, dtype=np.intp).reshape(spec.local_shape()), spec)
+
+
+def _local_candidates(a: DArray, axis: int | None, find_max: bool) -> tuple[Any, Any]:
+    block = np.asarray(a.local)
+    offsets = a.spec.offsets()
+    if axis is None:
+        if block.size == 0:
+            fill = _sentinel(block.dtype, find_max)
+            return np.asarray(fill, block.dtype), np.asarray(_FAR)
+        local = int(np.argmax(block) if find_max else np.argmin(block))
+        position = np.unravel_index(local, block.shape)
+        global_index = np.ravel_multi_index(
+            tuple(p + o for p, o in zip(position, offsets)), a.shape
+        )
+        return np.asarray(block.flat[local]), np.asarray(global_index, dtype=np.int64)
+    kept = tuple(n for d, n in enumerate(block.shape) if d != axis)
+    if block.shape[axis] == 0:
+        return np.full(kept, _sentinel(block.dtype, find_max), block.dtype), np.full(kept, _FAR)
+    local = np.argmax(block, axis=axis) if find_max else np.argmin(block, axis=axis)
+    values = np.take_along_axis(block, np.expand_dims(local, axis), axis).squeeze(axis)
+    return values, local.astype(np.int64) + offsets[axis]
+
+
+def _sentinel(dtype: np.dtype, find_max: bool) -> Any:
+    """A value no real candidate loses to (ties go to the smaller, real, index)."""
+    if dtype.kind == "f":
+        return -np.inf if find_max else np.inf
+    if dtype.kind == "b":
+        return not find_max
+    info = np.iinfo(dtype)
+    return info.min if find_max else info.max
+
+
+@decompose(np.argmax)
+def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+    """``np.argmax`` on a DArray: global indices, replicated along the reduced axes."""
+    if out is not None:
+        raise UnsupportedError("np.argmax(..., out=) on DArrays is not supported yet")
+    return _extreme(a, axis, keepdims, True, "argmax")
+
+
+@decompose(np.argmin)
+def argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+    """``np.argmin`` on a DArray: global indices, replicated along the reduced axes."""
+    if out is not None:
+        raise UnsupportedError("np.argmin(..., out=) on DArrays is not supported yet")
+    return _extreme(a, axis, keepdims, False, "argmin")
