@@ -77,6 +77,9 @@ SAMPLES[np.size] = [((_M,), {}), ((_M,), {"axis": 1})]
 _T = np.array([[3.0, 9, 1], [9, 2, 9], [0, 5, 7], [4, np.nan, 2], [1, 1, 1]])
 for _f in (np.argmax, np.argmin):  # ties, and a NaN that wins
     SAMPLES[_f] = [((_M,), {}), ((_T,), {"axis": 0}), ((_T[:, [0, 2]],), {"axis": 1})]
+SAMPLES[np.cumsum] = [((_M,), {"axis": 0}), ((_M,), {"axis": 1}), ((_V,), {})]
+SAMPLES[np.cumprod] = [((_M,), {"axis": 0}), ((_M > 0.5,), {"axis": 1})]
+SAMPLES[np.diff] = [((_M,), {}), ((_M,), {"axis": 0, "n": 2}), ((_V,), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
