@@ -80,6 +80,10 @@ for _f in (np.argmax, np.argmin):  # ties, and a NaN that wins
 SAMPLES[np.cumsum] = [((_M,), {"axis": 0}), ((_M,), {"axis": 1}), ((_V,), {})]
 SAMPLES[np.cumprod] = [((_M,), {"axis": 0}), ((_M > 0.5,), {"axis": 1})]
 SAMPLES[np.diff] = [((_M,), {}), ((_M,), {"axis": 0, "n": 2}), ((_V,), {})]
+_N = np.where(_M > 0.6, np.nan, _M)
+_N[:, 0] = np.nan  # an all-NaN column
+for _f in (np.nanmax, np.nanmin, np.nanmean, np.nanvar, np.nanstd):
+    SAMPLES[_f] = [((_N,), {"axis": 0}), ((_N,), {"axis": 1}), ((_M,), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
