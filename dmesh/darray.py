@@ -234,6 +234,14 @@ class DArray(NDArrayOperatorsMixin):
     def all(self, axis: Any = None, keepdims: bool = False) -> Any:
         return np.all(self, axis=axis, keepdims=keepdims)
 
+    def reshape(self, *shape: Any, order: Any = "C") -> Any:
+        """The array in another shape (see ``np.reshape``); a view where the blocks allow."""
+        target: Any = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return np.reshape(self, target, order=order)
+
+    def ravel(self, order: Any = "C") -> Any:
+        return np.ravel(self, order=order)
+
     def __getitem__(self, key: Any) -> DArray:
         """Basic indexing (slices, ints, ``None``, ``...``); moves no data (see dmesh.indexing)."""
         return indexing.getitem(self, key)

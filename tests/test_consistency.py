@@ -84,6 +84,15 @@ _N = np.where(_M > 0.6, np.nan, _M)
 _N[:, 0] = np.nan  # an all-NaN column
 for _f in (np.nanmax, np.nanmin, np.nanmean, np.nanvar, np.nanstd):
     SAMPLES[_f] = [((_N,), {"axis": 0}), ((_N,), {"axis": 1}), ((_M,), {})]
+SAMPLES[np.reshape] = [
+    ((_M, (20,)), {}),
+    ((_M, (5, 2, 2)), {}),
+    ((_M3, (6, 4)), {}),
+    ((_M, -1), {}),
+]
+SAMPLES[np.ravel] = [((_M,), {}), ((_M3,), {})]
+SAMPLES[np.squeeze] = [((_M[:, :1],), {}), ((_M3[:, :1],), {"axis": 1})]
+SAMPLES[np.expand_dims] = [((_M, 1), {}), ((_M, (0, 3)), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]

@@ -1,0 +1,155 @@
+"""Views that change the shape: ``reshape``/``ravel``, ``squeeze``, ``expand_dims``.
+
+Usually no data moves. A sharded dim stays sharded when its blocks stay contiguous in
+the new shape: the dims before it are unchanged and it is merged with the
+dims after it (``(n, m) -> (n * m,)``: a block of rows ``[s, t)`` becomes
+elements ``[s * m, t * m)``), or only the dims after it change. Other
+reshapes of sharded dims would need a redistribution first; they raise and
+say so. Replicated and partial values reshape block by block (reshaping is
+linear).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import ArgumentError, UnsupportedError
+from dmesh.darray import DArray
+from dmesh.layout import Layout
+from dmesh.placement import Placement, Replicate, Shard
+from dmesh.spec import DArraySpec
+from ops.registry import decompose
+
+
+def _new_shape(shape: Any, size: int) -> tuple[int, ...]:
+    dims = [
+        operator.index(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape)
+    ]
+    unknown = [i for i, n in enumerate(dims) if n == -1]
+    known = math.prod(n for n in dims if n != -1)
+    if len(unknown) > 1 or any(n < -1 for n in dims):
+        raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
+    if unknown:
+        if known == 0 or size % known:
+            raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
+        dims[unknown[0]] = size // known
+    if math.prod(dims) != size:
+        raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
+    return tuple(dims)
+
+
+def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
+    """``a`` in ``shape``: a view where the blocks allow, else redistributed first.
+
+    A sharded dim whose blocks would not stay contiguous is first moved to
+    ``Shard(0)`` (an all-to-all), and if even that does not fit the new
+    shape, to ``Replicate()`` along that mesh dim (an all-gather).
+    """
+    for fallback in (None, "first", "replicate"):
+        moved = _moved_for(a, shape, fallback)
+        if moved is not None:
+            return _view(moved, shape)
+    raise AssertionError("unreachable: a replicated array always reshapes")  # pragma: no cover
+
+
+def _moved_for(a: DArray, shape: tuple[int, ...], fallback: str | None) -> DArray | None:
+    placements = list(a.placements)
+    changed = False
+    for m, p in enumerate(placements):
+        if isinstance(p, Shard) and _matching_dim(a.shape, shape, p.dim) is None:
+            if fallback is None:
+                return None
+            placements[m] = Shard(0) if fallback == "first" and a.ndim else Replicate()
+            changed = True
+    if not changed:
+        return a
+    moved = a.redistribute(a.mesh, placements)
+    if fallback == "first" and any(
+        isinstance(p, Shard) and _matching_dim(a.shape, shape, p.dim) is None
+        for p in moved.placements
+    ):
+        return None
+    return moved
+
+
+def _view(a: DArray, shape: tuple[int, ...]) -> DArray:
+    layout = a.spec.layout
+    old = a.shape
+    placements: list[Placement] = list(layout.placements)
+    bounds: list[Any] = [None] * len(shape)
+    for m, p in enumerate(layout.placements):
+        if not isinstance(p, Shard):
+            continue
+        d = p.dim
+        e = _matching_dim(old, shape, d)
+        if e is None:  # pragma: no cover - _reshaped moved such dims away
+            raise AssertionError(f"reshape {old} -> {shape}: dim {d} cannot stay sharded")
+        factor = math.prod(old[d + 1 :]) // math.prod(shape[e + 1 :]) if old[d] else 1
+        cut = layout.bounds[d]
+        bounds[e] = tuple(b * factor for b in cut) if cut is not None else None
+        placements[m] = Shard(e)
+    result = Layout(layout.mesh_shape, tuple(placements), shape, tuple(bounds))
+    spec = DArraySpec(a.mesh, result, a.dtype)
+    return DArray(a.local.reshape(spec.local_shape()), spec)
+
+
+def _matching_dim(old: tuple[int, ...], new: tuple[int, ...], d: int) -> int | None:
+    """The new dim holding old dim ``d``'s blocks contiguously, if there is one.
+
+    Needs the dims before ``d`` unchanged (``new[:e] == old[:d]``) and the new
+    dim ``e`` to be ``d`` merged with whole trailing dims (``new[e]`` a
+    multiple of ``old[d]`` equal to the product of ``old[d : d + j]``).
+    """
+    for e in range(len(new)):
+        if new[:e] == old[:d]:
+            size = old[d]
+            for j in range(d + 1, len(old) + 1):
+                if size == new[e]:
+                    return e
+                if j < len(old):
+                    size *= old[j]
+            return None
+    return None
+
+
+@decompose(np.reshape)
+def reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> DArray:
+    """``np.reshape`` of a DArray (C order), a view of each block."""
+    shape = kwargs.pop("newshape", shape)
+    if order != "C" or kwargs:
+        raise UnsupportedError("np.reshape on DArrays supports C order only")
+    return _reshaped(a, _new_shape(shape, a.size))
+
+
+@decompose(np.ravel)
+def ravel(a: Any, order: str = "C") -> DArray:
+    """``np.ravel`` of a DArray (C order)."""
+    if order != "C":
+        raise UnsupportedError("np.ravel on DArrays supports C order only")
+    return _reshaped(a, (a.size,))
+
+
+@decompose(np.squeeze)
+def squeeze(a: Any, axis: Any = None) -> DArray:
+    """``np.squeeze``: drop length-1 dims (never sharded, so nothing moves)."""
+    axes = tuple(range(a.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    axes = tuple(operator.index(x) % a.ndim for x in axes)
+    if any(a.shape[x] != 1 for x in axes) and axis is not None:
+        raise ArgumentError("cannot select an axis to squeeze out which has size not equal to one")
+    return _reshaped(a, tuple(n for d, n in enumerate(a.shape) if not (d in axes and n == 1)))
+
+
+@decompose(np.expand_dims)
+def expand_dims(a: Any, axis: Any) -> DArray:
+    """``np.expand_dims``: insert length-1 dims."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    ndim = a.ndim + len(axes)
+    positions = sorted(operator.index(x) % ndim for x in axes)
+    shape = list(a.shape)
+    for p in positions:
+        shape.insert(p, 1)
+    return _reshaped(a, tuple(shape))
