@@ -7,8 +7,6 @@ layout arithmetic. ``import dmesh`` creates no communicator and never imports
 CuPy.
 """
 
-# Last: ops registers its rules and installs the dispatch hook (dmesh/_hooks.py).
-import ops  # noqa: F401
 from collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -36,6 +34,12 @@ from dmesh.darray import DArray, redistribute
 from dmesh.mesh import DeviceMesh, init_mesh
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
+
+# isort: split
+# Last, once dmesh is complete: ops registers its rules and installs the
+# dispatch hook (dmesh/_hooks.py). The one upward import, allowed by name in
+# the import-linter contract.
+import ops  # noqa: F401
 
 __all__ = [
     "AbstractMesh",

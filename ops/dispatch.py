@@ -33,6 +33,7 @@ _SCALARS = (int, float, complex, bool, np.generic)
 # The hot path: (ufunc, operand specs or scalar types) -> (decision, mesh) of
 # a previous call, so that a repeated elementwise call decides nothing.
 _seen: dict[tuple[Any, ...], Decision] = {}
+_SEEN_LIMIT = 4096
 _PYTHON_SCALARS = (int, float, complex, bool)
 
 
@@ -67,6 +68,8 @@ def dispatch_ufunc(
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
     result, decision = _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
     if not kwargs and all(type(x) is DArray or type(x) in _PYTHON_SCALARS for x in inputs):
+        if len(_seen) >= _SEEN_LIMIT:  # bounded: it holds specs, and through them meshes
+            _seen.clear()
         key = (ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs))
         _seen[key] = decision
     return result
