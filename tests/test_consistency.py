@@ -93,6 +93,9 @@ SAMPLES[np.reshape] = [
 SAMPLES[np.ravel] = [((_M,), {}), ((_M3,), {})]
 SAMPLES[np.squeeze] = [((_M[:, :1],), {}), ((_M3[:, :1],), {"axis": 1})]
 SAMPLES[np.expand_dims] = [((_M, 1), {}), ((_M, (0, 3)), {})]
+SAMPLES[np.concatenate] = [(([_M, _C],), {}), (([_M, _C[:, :2]],), {"axis": 1})]
+SAMPLES[np.stack] = [(([_M, _C],), {}), (([_M, _C],), {"axis": 2})]
+SAMPLES[np.broadcast_to] = [((_V, (3, 4)), {}), ((_M[:, :1], (5, 6)), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
@@ -131,9 +134,17 @@ def _call(key: Any) -> Callable[..., Any]:
 def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -> None:
     func = _call(key)
     linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum,
-                     np.transpose, np.swapaxes, np.moveaxis)  # fmt: skip
+                     np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to)  # fmt: skip
     for args, kwargs in SAMPLES[key]:
         expected = func(*args, **kwargs)
+        if isinstance(args[0], list):  # concatenate/stack: the arrays come in a list
+            expected = func(*args, **kwargs)
+            for first in _placements(mesh, args[0][0].ndim):
+                joined = [dmesh.distribute(x, mesh, first) for x in args[0]]
+                got = func(joined, *args[1:], **kwargs)
+                same = np.array_equal(np.asarray(got.full_array()), expected)
+                assert_all(comm, same, f"{_key_name(key)}{first}")
+            continue
         arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
         for first in _placements(mesh, args[arrays[0]].ndim):
             if (first[0] == Partial("sum") and not linear) or (
