@@ -17,16 +17,19 @@ import math
 import operator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+import collectives as coll
 from collectives._device import array_module
 from collectives.errors import ArgumentTypeError, UnsupportedError
 from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Partial, Placement, Shard
+from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
 
 if TYPE_CHECKING:
     from dmesh.darray import DArray
 
-__all__ = ["getitem", "setitem"]
+__all__ = ["getitem", "mask_select", "nonzero", "setitem"]
 
 NOT_HELD = object()  # an int index whose element lives on another rank
 
@@ -149,9 +152,11 @@ def _local_slice(first: int, last: int, step: int, start: int, stop: int) -> sli
 
 
 def getitem(a: DArray, key: Any) -> DArray:
-    """``a[key]`` for basic indexing: views of the blocks, no communication."""
+    """``a[key]`` for basic indexing (views of the blocks, no communication) or a bool mask."""
     from dmesh.darray import DArray
 
+    if isinstance(key, DArray):
+        return mask_select(a, key)
     layout, local_key, _ = plan_index(a.spec, key)
     spec = DArraySpec(a.mesh, layout, a.dtype)
     xp = array_module(a.local)
@@ -198,3 +203,71 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     full = xp.broadcast_to(value, layout.shape)
     coord = a.mesh.coordinate
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
+
+
+def _row_layout(a: DArray) -> DArray:
+    """``a`` with only dim 0 sharded (so each block is contiguous in C order), partials reduced."""
+    placements = list(a.placements)
+    fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
+    if fits:
+        return a
+    placements = [Shard(0) if m == 0 and a.ndim else Replicate() for m in range(a.mesh.ndim)]
+    return a.redistribute(a.mesh, placements)
+
+
+def _selection(a: DArray, local_values: Any) -> DArray:
+    """A 1-D DArray whose blocks are each rank's selected elements, in C order.
+
+    ``a`` has only dim 0 sharded, so block order is C order: the result is
+    sharded like ``a``'s dim 0, with boundaries from the selected counts
+    (one all-gather of a count over the mesh dims that shard dim 0).
+    """
+    from dmesh.darray import DArray
+
+    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
+    placements: list[Placement] = [
+        Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim)
+    ]
+    if not mesh_dims:
+        total = local_values.shape[0]
+        layout = Layout(a.mesh.shape, tuple(placements), (total,), (None,))
+        return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
+    sub = a.mesh[tuple(mesh_dims)] if len(mesh_dims) < a.mesh.ndim else a.mesh
+    counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, sub.comm())
+    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
+    layout = Layout(a.mesh.shape, tuple(placements), (bounds[-1],), (bounds,))
+    return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
+
+
+def mask_select(a: DArray, mask: DArray) -> DArray:
+    """``a[mask]`` for a boolean DArray of ``a``'s shape: a 1-D, usually uneven DArray.
+
+    No element moves when only dim 0 is sharded; otherwise both are first
+    redistributed so that it is. Collective (the selected counts are shared).
+    """
+    if mask.shape != a.shape or mask.dtype != np.bool_:
+        raise ArgumentTypeError(
+            f"a boolean mask must be a bool DArray of the array's shape {a.shape}; got "
+            f"{mask.dtype} of shape {mask.shape}"
+        )
+    if mask.mesh is not a.mesh:
+        raise ArgumentTypeError("the mask must be on the array's mesh")
+    a = _row_layout(a)
+    mask = mask.with_layout(a.spec.layout)
+    if a.mesh.coordinate is None:
+        empty = array_module(a.local).empty((0,), a.dtype)
+        layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, (0,), (None,))
+        from dmesh.darray import DArray
+
+        return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
+    return _selection(a, a.local[mask.local])
+
+
+def nonzero(a: DArray) -> tuple[DArray, ...]:
+    """``np.nonzero``: one 1-D DArray of global indices per dim (collective)."""
+    a = _row_layout(a)
+    if a.mesh.coordinate is None:
+        raise UnsupportedError("np.nonzero on a rank outside the mesh")
+    local = np.nonzero(np.asarray(a.local))
+    offsets = a.spec.offsets()
+    return tuple(_selection(a, idx.astype(np.intp) + off) for idx, off in zip(local, offsets))

@@ -96,6 +96,7 @@ SAMPLES[np.expand_dims] = [((_M, 1), {}), ((_M, (0, 3)), {})]
 SAMPLES[np.concatenate] = [(([_M, _C],), {}), (([_M, _C[:, :2]],), {"axis": 1})]
 SAMPLES[np.stack] = [(([_M, _C],), {}), (([_M, _C],), {"axis": 2})]
 SAMPLES[np.broadcast_to] = [((_V, (3, 4)), {}), ((_M[:, :1], (5, 6)), {})]
+SAMPLES[np.nonzero] = [((_M > 0.5,), {}), ((_V > 0.3,), {})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
@@ -156,6 +157,12 @@ def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: 
                 p = first if i == arrays[0] else [Replicate()] * mesh.ndim
                 dist[i] = dmesh.distribute(args[i], mesh, p)
             got = func(*dist, **kwargs)
+            if isinstance(got, tuple) and got and isinstance(got[0], dmesh.DArray):
+                same = all(
+                    np.array_equal(g.full_array(), e) for g, e in zip(got, expected, strict=True)
+                )
+                assert_all(comm, same, f"{_key_name(key)}{first}")
+                continue
             if not isinstance(got, dmesh.DArray):  # a Python value every rank must agree on
                 assert_all(comm, type(got) is type(expected) and got == expected, repr(got))
                 continue

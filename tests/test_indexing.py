@@ -86,3 +86,18 @@ def test_index_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     assert_raises_all(comm, IndexError, d.__getitem__, np.s_[0, 0, 0], match="too many")
     assert_raises_all(comm, NotImplementedError, d.__getitem__, np.array([0, 1]))
     assert_raises_all(comm, NotImplementedError, d.__getitem__, [0, 1])
+
+
+def test_boolean_masks_and_nonzero(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = np.arange(24.0).reshape(6, 4) % 5 - 2
+    for placements in layouts(mesh):
+        d = dmesh.distribute(a, mesh, placements)
+        selected = d[d > 0]
+        assert_all(comm, selected.ndim == 1 and selected.shape == a[a > 0].shape)
+        assert_equal_all(comm, selected.full_array(), a[a > 0])
+        for got, want in zip(np.nonzero(d), np.nonzero(a), strict=True):
+            assert_equal_all(comm, got.full_array(), want)
+    rows = dmesh.distribute(a, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    kept = rows[rows > 0]  # only dim 0 sharded: no element moves
+    assert_all(comm, kept.placements[0] == Shard(0))
+    assert_raises_all(comm, TypeError, rows.__getitem__, rows)  # a float mask

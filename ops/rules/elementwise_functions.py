@@ -86,3 +86,11 @@ def ndim(a: Any) -> int:
 def size(a: Any, axis: int | None = None) -> int:
     """``np.size``: the global number of elements, or the length of ``axis``."""
     return int(a.size if axis is None else a.shape[axis])
+
+
+@decompose(np.nonzero)
+def nonzero(a: Any) -> tuple[Any, ...]:
+    """``np.nonzero``: global indices as 1-D DArrays with uneven blocks (collective)."""
+    from dmesh.indexing import nonzero as darray_nonzero
+
+    return darray_nonzero(a)
