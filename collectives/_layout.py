@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from functools import lru_cache
@@ -61,3 +62,20 @@ def check_sizes(
             f"but the axis being split has length {total}"
         )
     return values
+
+
+def resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
+    """A reshape target with its one ``-1`` filled in, checked against ``size`` elements."""
+    items = (shape,) if isinstance(shape, int) or hasattr(shape, "__index__") else shape
+    try:
+        dims = [operator.index(n) for n in items]
+    except TypeError as exc:
+        raise ArgumentTypeError(f"shape: expected ints, got {shape!r}") from exc
+    unknown = [i for i, n in enumerate(dims) if n == -1]
+    known = math.prod(n for n in dims if n != -1)
+    bad = len(unknown) > 1 or any(n < -1 for n in dims)
+    if not bad and unknown and known and size % known == 0:
+        dims[unknown[0]] = size // known
+    if bad or -1 in dims or math.prod(dims) != size:
+        raise ArgumentError(f"cannot reshape an array of size {size} into shape {tuple(dims)}")
+    return tuple(dims)

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from collectives._layout import resolve_shape
+
 __all__ = ["AsyncArray", "Pending"]
 
 
@@ -152,7 +154,7 @@ class AsyncArray:
         target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
         # A zero-stride placeholder cannot be reshaped without a copy, so work
         # out the shape (with its -1 resolved) on a zero-size stand-in.
-        new_shape = _resolve_shape(tuple(target), self.size)
+        new_shape = resolve_shape(target, self.size)
         return self._view("reshape", new_shape, new_shape)
 
     def transpose(self, *axes: Any) -> AsyncArray:
@@ -209,20 +211,6 @@ class AsyncArray:
 
     def __index__(self) -> int:
         return operator.index(self.wait())
-
-
-def _resolve_shape(target: tuple[int, ...], size: int) -> tuple[int, ...]:
-    unknown = [i for i, n in enumerate(target) if n == -1]
-    known = math.prod(n for n in target if n != -1)
-    if len(unknown) > 1 or any(n < -1 for n in target):
-        raise ValueError(f"cannot reshape an array of size {size} into shape {target}")
-    if unknown:
-        if known == 0 or size % known:
-            raise ValueError(f"cannot reshape an array of size {size} into shape {target}")
-        target = tuple(size // known if n == -1 else n for n in target)
-    elif known != size:
-        raise ValueError(f"cannot reshape an array of size {size} into shape {target}")
-    return tuple(int(n) for n in target)
 
 
 def _resolve(x: Any) -> Any:

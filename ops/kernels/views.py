@@ -17,29 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from collectives._layout import resolve_shape
 from collectives.errors import ArgumentError, UnsupportedError
 from dmesh.darray import DArray
 from dmesh.layout import Layout
 from dmesh.placement import Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
-
-
-def _new_shape(shape: Any, size: int) -> tuple[int, ...]:
-    dims = [
-        operator.index(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape)
-    ]
-    unknown = [i for i, n in enumerate(dims) if n == -1]
-    known = math.prod(n for n in dims if n != -1)
-    if len(unknown) > 1 or any(n < -1 for n in dims):
-        raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
-    if unknown:
-        if known == 0 or size % known:
-            raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
-        dims[unknown[0]] = size // known
-    if math.prod(dims) != size:
-        raise ArgumentError(f"cannot reshape array of size {size} into shape {tuple(dims)}")
-    return tuple(dims)
 
 
 def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
@@ -122,7 +106,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> DArra
     shape = kwargs.pop("newshape", shape)
     if order != "C" or kwargs:
         raise UnsupportedError("np.reshape on DArrays supports C order only")
-    return _reshaped(a, _new_shape(shape, a.size))
+    return _reshaped(a, resolve_shape(shape, a.size))
 
 
 @decompose(np.ravel)
