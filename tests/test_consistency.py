@@ -97,6 +97,12 @@ SAMPLES[np.concatenate] = [(([_M, _C],), {}), (([_M, _C[:, :2]],), {"axis": 1})]
 SAMPLES[np.stack] = [(([_M, _C],), {}), (([_M, _C],), {"axis": 2})]
 SAMPLES[np.broadcast_to] = [((_V, (3, 4)), {}), ((_M[:, :1], (5, 6)), {})]
 SAMPLES[np.nonzero] = [((_M > 0.5,), {}), ((_V > 0.3,), {})]
+SAMPLES[np.array_split] = [((_M, 3), {}), ((_M, [1, 3]), {"axis": 1})]
+SAMPLES[np.split] = [((_M, 5), {}), ((_M, 2), {"axis": 1})]
+SAMPLES[np.vstack] = [(([_M, _C],), {}), (([_V, _V],), {})]
+SAMPLES[np.hstack] = [(([_M, _C],), {}), (([_V, _V],), {})]
+SAMPLES[np.flip] = [((_M,), {"axis": 1})]
+SAMPLES[np.roll] = [((_M, 2), {"axis": 0}), ((_M, -1), {"axis": 1})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
@@ -157,7 +163,7 @@ def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: 
                 p = first if i == arrays[0] else [Replicate()] * mesh.ndim
                 dist[i] = dmesh.distribute(args[i], mesh, p)
             got = func(*dist, **kwargs)
-            if isinstance(got, tuple) and got and isinstance(got[0], dmesh.DArray):
+            if isinstance(got, (tuple, list)) and got and isinstance(got[0], dmesh.DArray):
                 same = all(
                     np.array_equal(g.full_array(), e) for g, e in zip(got, expected, strict=True)
                 )

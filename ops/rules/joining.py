@@ -12,6 +12,7 @@ output element copies one input element).
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from collectives.errors import ArgumentError, UnsupportedError
 from dmesh.placement import PARTIAL_OPS, Partial, Replicate, Shard
-from ops.registry import Call, Row, register
+from ops.registry import Call, Row, decompose, register
 
 R = Replicate()
 
@@ -124,3 +125,81 @@ def _broadcast_shape(call: Call) -> tuple[int, ...]:
 
 register(np.broadcast_to, name="joining.broadcast_to", out_shape=_broadcast_shape,
          parse=_parse_broadcast, run=_broadcast_run)(_broadcast_rows)  # fmt: skip
+
+
+@decompose(np.array_split)
+def array_split(a: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    """``np.array_split``: slices of ``a`` (views of the blocks, no data moved)."""
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ArgumentError("number sections must be larger than 0.")
+        base, extra = divmod(n, sections)
+        sizes = [base + 1] * extra + [base] * (sections - extra)
+        cuts = [sum(sizes[:i]) for i in range(1, sections)]
+    else:
+        cuts = [int(c) for c in indices_or_sections]
+    edges = [0, *cuts, n]
+    head = (slice(None),) * (axis % a.ndim)
+    pieces: list[Any] = [
+        a[head + (slice(lo, max(lo, hi)),)] for lo, hi in itertools.pairwise(edges)
+    ]
+    return pieces
+
+
+@decompose(np.split)
+def split(a: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    """``np.split``: as :func:`array_split`, but sections must divide the axis evenly."""
+    if isinstance(indices_or_sections, (int, np.integer)) and a.shape[axis] % indices_or_sections:
+        raise ArgumentError("array split does not result in an equal division")
+    pieces: list[Any] = array_split(a, indices_or_sections, axis)
+    return pieces
+
+
+@decompose(np.vstack)
+def vstack(tup: Any) -> Any:
+    """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0."""
+    return np.concatenate([x[None] if x.ndim == 1 else x for x in tup], axis=0)
+
+
+@decompose(np.hstack)
+def hstack(tup: Any) -> Any:
+    """``np.hstack``: concatenate along axis 1 (axis 0 for 1-D arrays)."""
+    arrays = list(tup)
+    return np.concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+
+
+@decompose(np.flip)
+def flip(m: Any, axis: Any = None) -> Any:
+    """``np.flip`` as a negative-step slice of each block.
+
+    A flipped axis that is sharded would reverse the block order, so the mesh
+    dims sharding it are replicated first (an all-gather along them).
+    """
+    given = range(m.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    axes = [operator.index(ax) % m.ndim for ax in given]
+    if any(isinstance(p, Shard) and p.dim in axes for p in m.placements):
+        m = m.redistribute(
+            m.mesh, [R if isinstance(p, Shard) and p.dim in axes else p for p in m.placements]
+        )
+    key = [slice(None)] * m.ndim
+    for ax in axes:
+        key[ax] = slice(None, None, -1)
+    return m[tuple(key)]
+
+
+@decompose(np.roll)
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """``np.roll`` along one axis: the two slices swapped and concatenated."""
+    if axis is None or isinstance(axis, tuple) or not isinstance(shift, (int, np.integer)):
+        raise UnsupportedError("np.roll on DArrays needs one int shift and one axis")
+    axis = operator.index(axis) % a.ndim
+    n = a.shape[axis]
+    if n == 0:
+        return a
+    shift = int(shift) % n
+    head = (slice(None),) * axis
+    return np.concatenate(
+        [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]], axis=axis
+    )
