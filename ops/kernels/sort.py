@@ -1,0 +1,89 @@
+"""``np.sort`` of DArrays: a local sort where the axis is not sharded, a sample sort where it is.
+
+Along a sharded axis of a 1-D array (Shard(0) over one or more mesh dims):
+
+1. each rank sorts its block;
+2. each rank picks ``p - 1`` regularly spaced samples; the samples of all
+   ``p`` blocks are all-gathered (``p * (p - 1)`` values), sorted, and every
+   ``p``-th becomes a splitter;
+3. each rank cuts its sorted block at the splitters and an all-to-all sends
+   piece ``q`` to block ``q``; each rank merges what it receives;
+4. the blocks are now sorted and in order but uneven: a rebalance moves
+   only the misplaced elements, so the result is balanced.
+
+NaNs sort last, as in NumPy (``searchsorted`` orders them after every
+number). For an N-D array sorted along a sharded axis, the sharding is first
+moved to another dim (an all-to-all), then each block is sorted locally.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import collectives as coll
+from collectives.errors import UnsupportedError
+from dmesh.darray import DArray
+from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.placement import Replicate, Shard
+from dmesh.spec import DArraySpec
+from ops.registry import decompose
+
+
+def _sample_sort(a: DArray) -> DArray:
+    mesh = a.mesh
+    mesh_dims = sharding_mesh_dims(a.placements, 0)
+    sub = mesh[tuple(mesh_dims)] if len(mesh_dims) < mesh.ndim else mesh
+    comm = sub.comm()
+    p = comm.Get_size()
+    block = np.sort(np.asarray(a.local), kind="stable")
+    # Regular samples of the sorted block: p - 1 of them (fewer if it is short).
+    if block.size:
+        picks = np.linspace(0, block.size, p + 1)[1:-1].astype(np.int64)
+        samples = block[np.minimum(picks, block.size - 1)]
+    else:
+        samples = block[:0]
+    counts = coll.all_gather(np.array([samples.size], dtype=np.int64), 0, comm)
+    everything = np.sort(coll.all_gather(samples, 0, comm, sizes=counts.tolist()), kind="stable")
+    if everything.size:  # p - 1 splitters, every p-th sample
+        chosen = np.linspace(0, everything.size, p + 1)[1:-1].astype(np.int64)
+        splitters = everything[np.minimum(chosen, everything.size - 1)]
+        edges = [0, *np.searchsorted(block, splitters, side="right").tolist(), block.size]
+    else:  # one block (no splitters needed) or every block empty: nothing moves
+        edges = [0] * p + [block.size]
+    sizes = [edges[i + 1] - edges[i] for i in range(p)]
+    received = coll.all_to_all(block, 0, 0, comm, split_sizes=sizes)
+    merged = np.sort(received, kind="stable")
+    counts = coll.all_gather(np.array([merged.size], dtype=np.int64), 0, comm).tolist()
+    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
+    layout = Layout(mesh.shape, a.placements, a.shape, (bounds,))
+    return DArray(merged, DArraySpec(mesh, layout, merged.dtype)).rebalance()
+
+
+@decompose(np.sort)
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: Any) -> DArray:
+    """``np.sort`` of a DArray (collective when the axis is sharded); the result is balanced."""
+    if order is not None or kwargs:
+        raise UnsupportedError("np.sort on DArrays supports axis and kind only")
+    return _sort(a, axis, kind)
+
+
+def _sort(a: Any, axis: Any, kind: Any) -> DArray:
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    axis = int(axis) % max(a.ndim, 1)
+    if any(p.is_partial() for p in a.placements):
+        a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
+    sharded = any(isinstance(p, Shard) and p.dim == axis for p in a.placements)
+    if not sharded or a.mesh.coordinate is None:
+        local = np.sort(np.asarray(a.local), axis=axis, kind=kind)
+        return DArray(local, DArraySpec(a.mesh, a.spec.layout, local.dtype))
+    if a.ndim > 1:  # move the sharding to another dim, then sort each block
+        other = 0 if axis != 0 else 1
+        placements = [
+            Shard(other) if isinstance(p, Shard) and p.dim == axis else p for p in a.placements
+        ]
+        return _sort(a.redistribute(a.mesh, placements), axis, kind)
+    return _sample_sort(a)
