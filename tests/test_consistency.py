@@ -106,6 +106,11 @@ SAMPLES[np.roll] = [((_M, 2), {"axis": 0}), ((_M, -1), {"axis": 1})]
 _S = np.random.default_rng(8).integers(0, 9, 37).astype(np.float64)
 _S[[3, 20]] = np.nan  # NaNs sort last; duplicates
 SAMPLES[np.sort] = [((_S,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": None}), ((_M,), {})]
+SAMPLES[np.argsort] = [  # dmesh's argsort is stable: compare with NumPy's stable one
+    ((_S,), {"kind": "stable"}),
+    ((_M,), {"axis": 0, "kind": "stable"}),
+    ((_M,), {"kind": "stable"}),
+]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]

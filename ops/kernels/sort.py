@@ -31,13 +31,21 @@ from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
 
-def _sample_sort(a: DArray) -> DArray:
+def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
+    """The sample sort of a 1-D DArray; with ``want_indices``, also the global indices.
+
+    Stable: equal values keep their global order, because the received
+    pieces arrive in block order and each is already in order.
+    """
     mesh = a.mesh
     mesh_dims = sharding_mesh_dims(a.placements, 0)
     sub = mesh[tuple(mesh_dims)] if len(mesh_dims) < mesh.ndim else mesh
     comm = sub.comm()
     p = comm.Get_size()
-    block = np.sort(np.asarray(a.local), kind="stable")
+    local = np.asarray(a.local)
+    order = np.argsort(local, kind="stable")
+    block = local[order]
+    indices = order.astype(np.intp) + a.spec.offsets()[0]
     # Regular samples of the sorted block: p - 1 of them (fewer if it is short).
     if block.size:
         picks = np.linspace(0, block.size, p + 1)[1:-1].astype(np.int64)
@@ -54,11 +62,17 @@ def _sample_sort(a: DArray) -> DArray:
         edges = [0] * p + [block.size]
     sizes = [edges[i + 1] - edges[i] for i in range(p)]
     received = coll.all_to_all(block, 0, 0, comm, split_sizes=sizes)
-    merged = np.sort(received, kind="stable")
+    merge = np.argsort(received, kind="stable")
+    merged = received[merge]
     counts = coll.all_gather(np.array([merged.size], dtype=np.int64), 0, comm).tolist()
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
     layout = Layout(mesh.shape, a.placements, a.shape, (bounds,))
-    return DArray(merged, DArraySpec(mesh, layout, merged.dtype)).rebalance()
+    values = DArray(merged, DArraySpec(mesh, layout, merged.dtype)).rebalance()
+    if not want_indices:
+        return values, None
+    moved = coll.all_to_all(indices, 0, 0, comm, split_sizes=sizes)[merge]
+    positions = DArray(moved, DArraySpec(mesh, layout, moved.dtype)).rebalance()
+    return values, positions
 
 
 @decompose(np.sort)
@@ -69,7 +83,8 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: 
     return _sort(a, axis, kind)
 
 
-def _sort(a: Any, axis: Any, kind: Any) -> DArray:
+def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
+    """Sorted values, or with ``want_indices`` the argsort (global indices along ``axis``)."""
     if axis is None:
         a = np.ravel(a)
         axis = 0
@@ -78,12 +93,22 @@ def _sort(a: Any, axis: Any, kind: Any) -> DArray:
         a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
     sharded = any(isinstance(p, Shard) and p.dim == axis for p in a.placements)
     if not sharded or a.mesh.coordinate is None:
-        local = np.sort(np.asarray(a.local), axis=axis, kind=kind)
+        block = np.asarray(a.local)
+        local = (np.argsort if want_indices else np.sort)(block, axis=axis, kind=kind)
         return DArray(local, DArraySpec(a.mesh, a.spec.layout, local.dtype))
     if a.ndim > 1:  # move the sharding to another dim, then sort each block
         other = 0 if axis != 0 else 1
         placements = [
             Shard(other) if isinstance(p, Shard) and p.dim == axis else p for p in a.placements
         ]
-        return _sort(a.redistribute(a.mesh, placements), axis, kind)
-    return _sample_sort(a)
+        return _sort(a.redistribute(a.mesh, placements), axis, kind, want_indices)
+    values, positions = _sample_sort(a, want_indices)
+    return positions if positions is not None else values
+
+
+@decompose(np.argsort)
+def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: Any) -> DArray:
+    """``np.argsort`` of a DArray: global indices, always stable (collective when sharded)."""
+    if order is not None or kwargs:
+        raise UnsupportedError("np.argsort on DArrays supports axis and kind only")
+    return _sort(a, axis, "stable", want_indices=True)
