@@ -29,7 +29,7 @@ from dmesh.spec import DArraySpec
 if TYPE_CHECKING:
     from dmesh.darray import DArray
 
-__all__ = ["getitem", "mask_select", "nonzero", "setitem"]
+__all__ = ["getitem", "mask_select", "nonzero", "selection", "setitem"]
 
 NOT_HELD = object()  # an int index whose element lives on another rank
 
@@ -215,7 +215,7 @@ def _row_layout(a: DArray) -> DArray:
     return a.redistribute(a.mesh, placements)
 
 
-def _selection(a: DArray, local_values: Any) -> DArray:
+def selection(a: DArray, local_values: Any) -> DArray:
     """A 1-D DArray whose blocks are each rank's selected elements, in C order.
 
     ``a`` has only dim 0 sharded, so block order is C order: the result is
@@ -260,7 +260,7 @@ def mask_select(a: DArray, mask: DArray) -> DArray:
         from dmesh.darray import DArray
 
         return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
-    return _selection(a, a.local[mask.local])
+    return selection(a, a.local[mask.local])
 
 
 def nonzero(a: DArray) -> tuple[DArray, ...]:
@@ -270,4 +270,4 @@ def nonzero(a: DArray) -> tuple[DArray, ...]:
         raise UnsupportedError("np.nonzero on a rank outside the mesh")
     local = np.nonzero(np.asarray(a.local))
     offsets = a.spec.offsets()
-    return tuple(_selection(a, idx.astype(np.intp) + off) for idx, off in zip(local, offsets))
+    return tuple(selection(a, idx.astype(np.intp) + off) for idx, off in zip(local, offsets))

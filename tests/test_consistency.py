@@ -111,6 +111,7 @@ SAMPLES[np.argsort] = [  # dmesh's argsort is stable: compare with NumPy's stabl
     ((_M,), {"axis": 0, "kind": "stable"}),
     ((_M,), {"kind": "stable"}),
 ]
+SAMPLES[np.unique] = [((_S,), {}), (((_M * 4).round(),), {}), ((_S,), {"equal_nan": False})]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]

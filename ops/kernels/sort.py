@@ -25,6 +25,7 @@ import numpy as np
 import collectives as coll
 from collectives.errors import UnsupportedError
 from dmesh.darray import DArray
+from dmesh.indexing import selection
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Replicate, Shard
 from dmesh.spec import DArraySpec
@@ -112,3 +113,45 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwarg
     if order is not None or kwargs:
         raise UnsupportedError("np.argsort on DArrays supports axis and kind only")
     return _sort(a, axis, "stable", want_indices=True)
+
+
+@decompose(np.unique)
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True,
+           **kwargs: Any) -> DArray:  # fmt: skip
+    """``np.unique`` of a DArray's values: sorted, duplicates removed (collective).
+
+    The values are sample-sorted into balanced blocks; each rank drops the
+    repeats inside its block and, with the last value of the block before
+    (one neighbour message), a repeat across the edge. NaNs count as one
+    value unless ``equal_nan=False``, as in NumPy.
+    """
+    if return_index or return_inverse or return_counts or axis is not None or kwargs:
+        raise UnsupportedError(
+            "np.unique on DArrays returns the unique values only (no return_*, no axis)"
+        )
+    ordered = _sort(np.ravel(ar), 0, None)
+    values = np.asarray(ordered.local)
+    same = values[1:] == values[:-1]
+    if equal_nan and values.dtype.kind in "fc":
+        same |= np.isnan(values[1:]) & np.isnan(values[:-1])
+    keep = np.ones(values.size, dtype=bool)
+    keep[1:] = ~same
+    mesh_dims = sharding_mesh_dims(ordered.placements, 0)
+    if mesh_dims and ordered.mesh.coordinate is not None:
+        mesh = ordered.mesh
+        comm = (mesh[tuple(mesh_dims)] if len(mesh_dims) < mesh.ndim else mesh).comm()
+        # Balanced blocks: the non-empty ones come first, so the block before a
+        # non-empty one is non-empty too.
+        last = values[-1:] if values.size else np.zeros(1, values.dtype)
+        shift = [(r, r + 1) for r in range(comm.Get_size() - 1)]
+        before = coll.permute(last, shift, comm)
+        if before is not None and values.size:
+            repeat = before[0] == values[0] or (
+                equal_nan
+                and values.dtype.kind in "fc"
+                and np.isnan(before[0])
+                and np.isnan(values[0])
+            )
+            keep[0] = not repeat
+    return selection(ordered, values[keep])
