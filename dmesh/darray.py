@@ -122,6 +122,14 @@ class DArray(NDArrayOperatorsMixin):
         target = Layout.balanced(mesh.shape, placements, self.shape)
         return self._moved(mesh, target)
 
+    def reduce_partials(self) -> DArray:
+        """The same array with its ``Partial`` mesh dims reduced to ``Replicate()`` (collective)."""
+        if not any(p.is_partial() for p in self.placements):
+            return self
+        return self.redistribute(
+            self.mesh, [Replicate() if p.is_partial() else p for p in self.placements]
+        )
+
     def with_layout(self, layout: Layout) -> DArray:
         """The same array in ``layout`` (placements and block boundaries) on its mesh.
 

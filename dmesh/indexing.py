@@ -232,8 +232,8 @@ def selection(a: DArray, local_values: Any) -> DArray:
         total = local_values.shape[0]
         layout = Layout(a.mesh.shape, tuple(placements), (total,), (None,))
         return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
-    sub = a.mesh[tuple(mesh_dims)] if len(mesh_dims) < a.mesh.ndim else a.mesh
-    counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, sub.comm())
+    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
+    counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, comm)
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
     layout = Layout(a.mesh.shape, tuple(placements), (bounds[-1],), (bounds,))
     return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))

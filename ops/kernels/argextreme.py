@@ -19,7 +19,7 @@ import collectives as coll
 from collectives.errors import ArgumentError, UnsupportedError
 from dmesh.darray import DArray
 from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Partial, Placement, Replicate, Shard
+from dmesh.placement import Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
@@ -44,8 +44,7 @@ def _best(values: Any, indices: Any, find_max: bool) -> tuple[Any, Any]:
 def _extreme(a: Any, axis: Any, keepdims: bool, find_max: bool, name: str) -> Any:
     if a.dtype.kind == "c":
         raise UnsupportedError(f"np.{name} of complex DArrays is not supported yet")
-    if any(isinstance(p, Partial) for p in a.placements):  # reduce the partial values first
-        a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
+    a = a.reduce_partials()
     if axis is None:
         if a.size == 0:
             raise ArgumentError(f"attempt to get {name} of an empty sequence")

@@ -19,7 +19,6 @@ import collectives as coll
 from collectives.errors import ArgumentError, UnsupportedError
 from dmesh.darray import DArray
 from dmesh.layout import sharding_mesh_dims
-from dmesh.placement import Partial, Replicate
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
@@ -40,16 +39,14 @@ def _scan(a: Any, axis: Any, dtype: Any, out: Any, product: bool, name: str) -> 
             f"np.{name}: axis {axis} is out of bounds for array of dimension {a.ndim}"
         )
     axis %= a.ndim
-    if any(isinstance(p, Partial) for p in a.placements):
-        a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
+    a = a.reduce_partials()
     scan = np.cumprod if product else np.cumsum
     block = scan(a.local, axis=axis, dtype=dtype)
     spec = DArraySpec(a.mesh, a.spec.layout, np.dtype(block.dtype))
     mesh_dims = sharding_mesh_dims(a.placements, axis)
     if not mesh_dims or a.mesh.coordinate is None:
         return DArray(block, spec)
-    sub = a.mesh[tuple(mesh_dims)] if len(mesh_dims) < a.mesh.ndim else a.mesh
-    comm = sub.comm() if len(mesh_dims) < a.mesh.ndim else a.mesh.comm()
+    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
     identity = 1 if product else 0
     if block.shape[axis]:
         total = np.take(block, -1, axis=axis)

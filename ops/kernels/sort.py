@@ -27,7 +27,7 @@ from collectives.errors import UnsupportedError
 from dmesh.darray import DArray
 from dmesh.indexing import selection
 from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Replicate, Shard
+from dmesh.placement import Shard
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
@@ -40,8 +40,7 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
     """
     mesh = a.mesh
     mesh_dims = sharding_mesh_dims(a.placements, 0)
-    sub = mesh[tuple(mesh_dims)] if len(mesh_dims) < mesh.ndim else mesh
-    comm = sub.comm()
+    comm = mesh[mesh_dims].comm()  # rank order there is block order
     p = comm.Get_size()
     local = np.asarray(a.local)
     order = np.argsort(local, kind="stable")
@@ -90,8 +89,7 @@ def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
         a = np.ravel(a)
         axis = 0
     axis = int(axis) % max(a.ndim, 1)
-    if any(p.is_partial() for p in a.placements):
-        a = a.redistribute(a.mesh, [Replicate() if p.is_partial() else p for p in a.placements])
+    a = a.reduce_partials()
     sharded = any(isinstance(p, Shard) and p.dim == axis for p in a.placements)
     if not sharded or a.mesh.coordinate is None:
         block = np.asarray(a.local)
@@ -140,7 +138,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     mesh_dims = sharding_mesh_dims(ordered.placements, 0)
     if mesh_dims and ordered.mesh.coordinate is not None:
         mesh = ordered.mesh
-        comm = (mesh[tuple(mesh_dims)] if len(mesh_dims) < mesh.ndim else mesh).comm()
+        comm = mesh[mesh_dims].comm()
         # Balanced blocks: the non-empty ones come first, so the block before a
         # non-empty one is non-empty too.
         last = values[-1:] if values.size else np.zeros(1, values.dtype)
