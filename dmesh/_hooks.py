@@ -14,3 +14,6 @@ from typing import Any
 dispatch_ufunc: Callable[[Any, str, tuple[Any, ...], dict[str, Any]], Any] | None = None
 # (func, types, args, kwargs) -> result; installed by ops.dispatch.
 dispatch_function: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any] | None = None
+# (ufunc, inputs, index of the temporary operand whose block may hold the
+# result) -> result; installed by ops.dispatch (see dmesh._elision).
+dispatch_donated: Callable[[Any, tuple[Any, ...], int], Any] | None = None

@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+import collectives as coll
 from collectives._device import array_module
 from collectives.errors import ArgumentError, UnsupportedError
-from dmesh import _hooks, indexing
+from collectives.reduce_ops import reduce_plan
+from dmesh import _elision, _hooks, indexing
 from dmesh.layout import Layout
-from dmesh.placement import Placement, Replicate, normalize_placements
+from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.redistribution import plan_redistribution, run_steps
 from dmesh.spec import DArraySpec
 
@@ -23,6 +25,32 @@ __all__ = ["DArray", "redistribute"]
 def redistribute(a: DArray, mesh: Any = None, placements: Any = None) -> DArray:
     """``a.redistribute(mesh, placements)``: the same array laid out anew (collective)."""
     return a.redistribute(mesh, placements)
+
+
+# How a one-element array becomes a Python value, by spec: _LOCAL when every
+# rank holds it, (communicator, reduce plan) when ranks hold partial terms of
+# one op, _GATHER otherwise (a sharded dim: the general redistribution).
+_LOCAL, _GATHER = object(), object()
+_scalar_routes: dict[DArraySpec, Any] = {}
+
+
+def _scalar_route(spec: DArraySpec) -> Any:
+    mesh = spec.mesh
+    route: Any = _GATHER
+    if mesh.is_member and not any(type(p) is Shard for p in spec.placements):
+        partial = tuple(m for m, p in enumerate(spec.placements) if p.is_partial())
+        ops = {p.op for p in spec.placements if isinstance(p, Partial)}
+        if not partial:
+            route = _LOCAL
+        elif len(ops) == 1:
+            comm = mesh.comm(partial[0]) if len(partial) == 1 else mesh[partial].comm()
+            plan = reduce_plan(ops.pop(), spec.dtype)
+            # Only a reduction whose received buffer is the value (not avg).
+            route = (comm, plan) if plan.plain and plan.wire == spec.dtype else _GATHER
+    if len(_scalar_routes) >= 1024:  # bounded: specs hold meshes
+        _scalar_routes.clear()
+    _scalar_routes[spec] = route
+    return route
 
 
 class DArray(NDArrayOperatorsMixin):
@@ -53,6 +81,17 @@ class DArray(NDArrayOperatorsMixin):
         if _hooks.dispatch_function is None:
             raise UnsupportedError(f"{func.__name__} on DArrays: the ops package is not loaded")
         return _hooks.dispatch_function(func, types, args, kwargs)
+
+    # Arithmetic that reuses a temporary operand's block (``a * b + c``).
+    __add__ = _elision.binary_method(np.add, NDArrayOperatorsMixin.__add__)
+    __radd__ = _elision.reflected_method(np.add, NDArrayOperatorsMixin.__radd__)
+    __sub__ = _elision.binary_method(np.subtract, NDArrayOperatorsMixin.__sub__)
+    __rsub__ = _elision.reflected_method(np.subtract, NDArrayOperatorsMixin.__rsub__)
+    __mul__ = _elision.binary_method(np.multiply, NDArrayOperatorsMixin.__mul__)
+    __rmul__ = _elision.reflected_method(np.multiply, NDArrayOperatorsMixin.__rmul__)
+    __truediv__ = _elision.binary_method(np.true_divide, NDArrayOperatorsMixin.__truediv__)
+    __rtruediv__ = _elision.reflected_method(np.true_divide, NDArrayOperatorsMixin.__rtruediv__)
+    __pow__ = _elision.binary_method(np.power, NDArrayOperatorsMixin.__pow__)
 
     def __init__(self, local: Any, spec: DArraySpec) -> None:
         self._local = local
@@ -181,6 +220,20 @@ class DArray(NDArrayOperatorsMixin):
                 f"item(): the array has {self.size} elements (shape {self.shape}); "
                 "only one-element arrays convert to a scalar"
             )
+        route = _GATHER if self.mesh.closed else _scalar_routes.get(self._spec)
+        if route is None:
+            route = _scalar_route(self._spec)
+        if route is not _GATHER:
+            if route is _LOCAL:
+                return self._local.item()
+            comm, plan = route  # type: ignore[misc]
+            local = self._local
+            if type(local) is np.ndarray and local.flags.c_contiguous:
+                out = np.empty_like(local)
+                comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
+                return out.item()
+            value = coll.all_reduce(local, plan.op, comm)
+            return value.astype(self.dtype, copy=False).item()
         return self.full_array().item()
 
     def __float__(self) -> float:

@@ -25,7 +25,7 @@ from dmesh.spec import DArraySpec
 from ops.propagation import Decision, decide
 from ops.registry import Call, Rule, decomposition_for, rule_for
 
-__all__ = ["dispatch_function", "dispatch_ufunc", "install"]
+__all__ = ["dispatch_donated", "dispatch_function", "dispatch_ufunc", "install"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -35,6 +35,9 @@ _SCALARS = (int, float, complex, bool, np.generic)
 _seen: dict[tuple[Any, ...], Decision] = {}
 _SEEN_LIMIT = 4096
 _PYTHON_SCALARS = (int, float, complex, bool)
+# The same for functions of DArrays without keywords: (func, *specs) -> the
+# rule, the parsed call and the decision.
+_seen_calls: dict[tuple[Any, ...], tuple[Rule, Call, Decision]] = {}
 
 
 def dispatch_ufunc(
@@ -64,26 +67,62 @@ def dispatch_ufunc(
         raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
     if rule.parse is not None:  # a generalized ufunc with a rule of its own (matmul)
         operands, static = rule.parse(inputs, kwargs)
-        return _apply(rule, ufunc, operands, static, ufunc.__name__)[0]
+        result, decision = _apply(rule, ufunc, operands, static, ufunc.__name__)
+        if rule.run is None and not kwargs and all(type(x) is DArray for x in inputs):
+            _remember((ufunc, *(x.spec for x in inputs)), decision)
+        return result
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
     result, decision = _apply(rule, ufunc, list(inputs), static, ufunc.__name__, kwargs)
     if not kwargs and all(type(x) is DArray or type(x) in _PYTHON_SCALARS for x in inputs):
-        if len(_seen) >= _SEEN_LIMIT:  # bounded: it holds specs, and through them meshes
-            _seen.clear()
-        key = (ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs))
-        _seen[key] = decision
+        _remember((ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs)), decision)
     return result
 
 
-def _run(ufunc: np.ufunc, inputs: tuple[Any, ...], decision: Decision) -> DArray:
+def _remember(key: tuple[Any, ...], decision: Decision) -> None:
+    if len(_seen) >= _SEEN_LIMIT:  # bounded: it holds specs, and through them meshes
+        _seen.clear()
+    _seen[key] = decision
+
+
+def dispatch_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
+    """``ufunc(*inputs)`` that may write into ``inputs[donor]``'s block (a temporary).
+
+    Called by DArray's operators (``dmesh._elision``) when that operand is
+    referred to by nothing else; the block is reused when it stays in place
+    and already has the result's shape and dtype, as NumPy's own elision.
+    """
+    key = (ufunc, *(x.spec if type(x) is DArray else type(x) for x in inputs))
+    decision = _seen.get(key)
+    if decision is None:
+        return dispatch_ufunc(ufunc, "__call__", inputs, {})
+    return _run(ufunc, inputs, decision, donor)
+
+
+def _run(ufunc: np.ufunc, inputs: tuple[Any, ...], decision: Decision, donor: int = -1) -> DArray:
     """A call whose decision is known: move what must move, compute, wrap."""
     blocks = [
         (x.with_layout(target).local if move else x.local) if target is not None else x
         for x, target, move in zip(inputs, decision.operands, decision.moves)
     ]
-    result = ufunc(*blocks)
+    if donor >= 0 and not decision.moves[donor] and _fits(ufunc, blocks, blocks[donor]):
+        result = ufunc(*blocks, out=blocks[donor])
+    else:
+        result = ufunc(*blocks)
     mesh = next(x for x in inputs if type(x) is DArray).mesh
     return DArray(result, decision.result_spec(mesh, result.dtype))
+
+
+def _fits(ufunc: np.ufunc, blocks: list[Any], out: Any) -> bool:
+    """Whether ``ufunc(*blocks)`` has ``out``'s shape and dtype (so ``out=`` changes nothing)."""
+    if ufunc.nout != 1:
+        return False
+    try:
+        shape = np.broadcast_shapes(*(np.shape(b) for b in blocks))
+        dtypes = tuple(b.dtype if hasattr(b, "dtype") else type(b) for b in blocks)
+        dtype = ufunc.resolve_dtypes((*dtypes, None))[-1]
+    except (TypeError, ValueError):  # no loop for these types: the plain call says why
+        return False
+    return bool(shape == out.shape and dtype == out.dtype)
 
 
 def _apply(
@@ -107,7 +146,7 @@ def _apply(
         result = rule.run(func, blocks, call)
     else:
         result = func(*blocks, **(kwargs or {}))
-    if not hasattr(result, "shape"):  # a NumPy scalar from a 0-d result
+    if isinstance(result, np.generic) or not hasattr(result, "shape"):  # a 0-d result
         result = np.asarray(result)
     return DArray(result, decision.result_spec(mesh, result.dtype)), decision
 
@@ -134,6 +173,13 @@ def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
 
 def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` with DArray arguments (the ``__array_function__`` hook)."""
+    cacheable = not kwargs and all(type(x) is DArray for x in args)
+    if cacheable:
+        # The hot path (``np.sum(a)``, ``np.dot(a, b)``): a previous call's
+        # parse and decision, so that nothing is parsed or decided again.
+        seen = _seen_calls.get((func, *(x.spec for x in args)))
+        if seen is not None:
+            return _run_known(func, args, *seen)
     impl = decomposition_for(func)
     if impl is not None:
         return impl(*args, **kwargs)
@@ -146,7 +192,30 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             "gather with a.full_array() if the array is small, or use a supported operation"
         )
     operands, static = rule.parse(args, kwargs)
-    return _apply(rule, func, operands, static, func.__name__)[0]
+    result, decision = _apply(rule, func, operands, static, func.__name__)
+    # Remembered when the arguments are the operands (parse moved nothing).
+    same = len(operands) == len(args) and all(x is y for x, y in zip(operands, args))
+    if cacheable and args and same:
+        if len(_seen_calls) >= _SEEN_LIMIT:
+            _seen_calls.clear()
+        call = Call(tuple(x.shape for x in args), (True,) * len(args), static)
+        key = (func, *(x.spec for x in args))
+        _seen_calls[key] = (rule, call, decision)
+    return result
+
+
+def _run_known(
+    func: Any, args: tuple[DArray, ...], rule: Rule, call: Call, decision: Decision
+) -> DArray:
+    """A call on DArrays whose parse and decision are known."""
+    blocks = [
+        x.with_layout(target).local if move and target is not None else x.local
+        for x, target, move in zip(args, decision.operands, decision.moves)
+    ]
+    result = rule.run(func, blocks, call) if rule.run is not None else func(*blocks)
+    if isinstance(result, np.generic) or not hasattr(result, "shape"):  # a 0-d result
+        result = np.asarray(result)
+    return DArray(result, decision.result_spec(args[0].mesh, result.dtype))
 
 
 def _replicate_arrays(inputs: Sequence[Any]) -> list[Any]:
@@ -196,3 +265,4 @@ def install() -> None:
     """Connect DArray's NumPy protocols to this dispatcher (see ``dmesh._hooks``)."""
     _hooks.dispatch_ufunc = dispatch_ufunc
     _hooks.dispatch_function = dispatch_function
+    _hooks.dispatch_donated = dispatch_donated

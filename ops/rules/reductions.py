@@ -145,6 +145,9 @@ def run(func: Any, blocks: list[Any], call: Call) -> Any:
     kwargs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
     if dtype is not None:
         kwargs["dtype"] = np.dtype(dtype)
+    if type(block) is np.ndarray and family in _UFUNC_OF:
+        # The ufunc's reduce itself, without np.sum's Python wrapper (a hot path).
+        return _UFUNC_OF[family].reduce(block, **kwargs)
     if family is np.mean:
         count = math.prod(shape[a] for a in axes)
         return np.sum(block, **kwargs) / count
@@ -170,6 +173,8 @@ def run(func: Any, blocks: list[Any], call: Call) -> Any:
             kwargs["initial"] = family is np.min
     return family(block, **kwargs)
 
+
+_UFUNC_OF = {np.sum: np.add, np.prod: np.multiply}
 
 for _func in FAMILY:
     register(
