@@ -111,7 +111,14 @@ SAMPLES[np.argsort] = [  # dmesh's argsort is stable: compare with NumPy's stabl
     ((_M,), {"axis": 0, "kind": "stable"}),
     ((_M,), {"kind": "stable"}),
 ]
-SAMPLES[np.unique] = [((_S,), {}), (((_M * 4).round(),), {}), ((_S,), {"equal_nan": False})]
+SAMPLES[np.unique] = [
+    ((_S,), {}),
+    (((_M * 4).round(),), {}),
+    ((_S,), {"equal_nan": False}),
+    # Tuple results are compared without equal_nan: samples with return_* have no NaN.
+    (((_M * 4).round(),), {"return_index": True, "return_inverse": True, "return_counts": True}),
+    ((_S[~np.isnan(_S)].astype(np.int64),), {"return_inverse": True, "return_counts": True}),
+]
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]

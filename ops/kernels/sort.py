@@ -14,20 +14,24 @@ Along a sharded axis of a 1-D array (Shard(0) over one or more mesh dims):
 NaNs sort last, as in NumPy (``searchsorted`` orders them after every
 number). For an N-D array sorted along a sharded axis, the sharding is first
 moved to another dim (an all-to-all), then each block is sorted locally.
+
+``np.argsort`` carries the global indices through the same sort (always
+stable). ``np.unique`` (``axis=None``) sorts the flattened values with their
+indices and finds the runs of equal values across block edges from a few
+numbers per rank; see :func:`unique`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 import collectives as coll
 from collectives.errors import UnsupportedError
 from dmesh.darray import DArray
-from dmesh.indexing import selection
 from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Shard
+from dmesh.placement import Replicate, Shard
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
@@ -116,40 +120,173 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwarg
 @decompose(np.unique)
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True,
-           **kwargs: Any) -> DArray:  # fmt: skip
-    """``np.unique`` of a DArray's values: sorted, duplicates removed (collective).
+           sorted: bool = True, **kwargs: Any) -> Any:  # fmt: skip
+    """``np.unique`` of a DArray (``axis=None``): NumPy's results, as DArrays (collective).
 
-    The values are sample-sorted into balanced blocks; each rank drops the
-    repeats inside its block and, with the last value of the block before
-    (one neighbour message), a repeat across the edge. NaNs count as one
-    value unless ``equal_nan=False``, as in NumPy.
+    The flattened values are sample-sorted (with their global flat indices
+    when an index or the inverse is asked for) into balanced blocks. A run of
+    equal values may cross block edges and span several ranks: each rank
+    shares the first and last value of its block and three counts (one
+    all-gather each, a few numbers per rank), from which every rank knows
+    where runs start, how many unique values come before its block, and how
+    far its last run continues into the blocks after it. The unique values,
+    first indices and counts are 1-D DArrays with uneven blocks; the inverse
+    (one all-to-all sends each element's unique id back to the owner of its
+    original position) is a DArray of the input's shape, in its layout. NaNs
+    count as one value unless ``equal_nan=False``, as in NumPy. ``sorted``
+    is accepted and the values are always sorted (NumPy allows that).
+    Returns one DArray, or a tuple in NumPy's order when a ``return_*`` flag
+    is set.
     """
-    if return_index or return_inverse or return_counts or axis is not None or kwargs:
+    if axis is not None or kwargs:
+        # Validated before any message, from arguments every rank has.
+        extra = f"axis={axis!r}" if axis is not None else ", ".join(f"{k}=" for k in kwargs)
         raise UnsupportedError(
-            "np.unique on DArrays returns the unique values only (no return_*, no axis)"
+            "np.unique on DArrays supports axis=None with return_index, return_inverse, "
+            f"return_counts and equal_nan only (got {extra})"
         )
-    ordered = _sort(np.ravel(ar), 0, None)
-    values = np.asarray(ordered.local)
-    same = values[1:] == values[:-1]
-    if equal_nan and values.dtype.kind in "fc":
-        same |= np.isnan(values[1:]) & np.isnan(values[:-1])
-    keep = np.ones(values.size, dtype=bool)
-    keep[1:] = ~same
-    mesh_dims = sharding_mesh_dims(ordered.placements, 0)
-    if mesh_dims and ordered.mesh.coordinate is not None:
-        mesh = ordered.mesh
-        comm = mesh[mesh_dims].comm()
-        # Balanced blocks: the non-empty ones come first, so the block before a
-        # non-empty one is non-empty too.
-        last = values[-1:] if values.size else np.zeros(1, values.dtype)
-        shift = [(r, r + 1) for r in range(comm.Get_size() - 1)]
-        before = coll.permute(last, shift, comm)
-        if before is not None and values.size:
-            repeat = before[0] == values[0] or (
-                equal_nan
-                and values.dtype.kind in "fc"
-                and np.isnan(before[0])
-                and np.isnan(values[0])
-            )
-            keep[0] = not repeat
-    return selection(ordered, values[keep])
+    del sorted  # always sorted
+    wanted = (bool(return_index), bool(return_inverse), bool(return_counts))
+    a = ar.reduce_partials()
+    if not a.mesh.is_member:  # non-members hold empty blocks and never communicate
+        results = _unique_outside(a, wanted)
+    else:
+        results = _unique_member(a, wanted, bool(equal_nan))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _unique_outside(a: DArray, wanted: tuple[bool, bool, bool]) -> list[DArray]:
+    """What a rank outside the mesh returns: empty blocks (it cannot know the unique count)."""
+    mesh = a.mesh
+    replicated = Layout(mesh.shape, (Replicate(),) * mesh.ndim, (0,), (None,))
+    values = DArray(np.empty((0,), a.dtype), DArraySpec(mesh, replicated, a.dtype))
+    index = DArray(np.empty((0,), np.intp), DArraySpec(mesh, replicated, np.dtype(np.intp)))
+    results = [values]
+    if wanted[0]:
+        results.append(index)
+    if wanted[1]:
+        local = np.empty(a.spec.local_shape(), np.intp)
+        results.append(DArray(local, DArraySpec(mesh, a.spec.layout, local.dtype)))
+    if wanted[2]:
+        results.append(index)
+    return results
+
+
+def _same(x: Any, y: Any, equal_nan: bool) -> Any:
+    """Elementwise ``x == y``, NaN equal to NaN when ``equal_nan`` (as ``np.unique``)."""
+    same = x == y
+    if equal_nan and x.dtype.kind in "fcmM":
+        same = same | (np.isnan(x) & np.isnan(y))
+    return same
+
+
+def _unique_member(a: DArray, wanted: tuple[bool, bool, bool], equal_nan: bool) -> list[DArray]:
+    """``np.unique`` on a mesh member; ``a`` has no Partial placements."""
+    return_index, return_inverse, return_counts = wanted
+    want_positions = return_index or return_inverse
+    mesh = a.mesh
+    # np.ravel dispatches to the DArray kernel: a view unless dims other than 0 are sharded.
+    flat = cast(DArray, np.ravel(a))
+    mesh_dims = sharding_mesh_dims(flat.placements, 0)
+    if mesh_dims:
+        comm: Any = mesh[mesh_dims].comm()  # rank order there is block order
+        p, r = comm.Get_size(), comm.Get_rank()
+        ordered, moved = _sample_sort(flat, want_positions)
+        values = np.asarray(ordered.local)
+        positions = np.asarray(moved.local) if moved is not None else None
+    else:  # replicated: every rank does it all, with no message
+        comm, p, r = None, 1, 0
+        local = np.asarray(flat.local)
+        order = np.argsort(local, kind="stable")
+        values, positions = local[order], order.astype(np.intp)
+    k = values.size
+
+    # Run starts inside the block; the first element's status needs the block before.
+    inner = np.zeros(k, dtype=bool)
+    inner[1:] = ~_same(values[1:], values[:-1], equal_nan)
+    inner_n = int(np.count_nonzero(inner))
+    inner_lead = int(np.argmax(inner)) if inner_n else k  # elements before the first inner start
+    ends = values[[0, -1]] if k else np.zeros(2, values.dtype)
+    info = np.array([k, inner_n, inner_lead], dtype=np.int64)
+    if comm is not None:
+        ends = coll.all_gather(ends, 0, comm, sizes=[2] * p)
+        info = coll.all_gather(info, 0, comm, sizes=[3] * p)
+    firsts, lasts = ends[0::2], ends[1::2]
+    sizes, inner_ns, inner_leads = info[0::3], info[1::3], info[2::3]
+    # A block's first element starts a run unless it equals the last element of
+    # the nearest non-empty block before it (empty blocks are skipped).
+    full = np.flatnonzero(sizes > 0)
+    head = np.ones(full.size, dtype=bool)
+    head[1:] = ~_same(firsts[full[1:]], lasts[full[:-1]], equal_nan)
+    starts_per_block = np.zeros(p, dtype=np.int64)
+    starts_per_block[full] = head + inner_ns[full]
+    lead = np.zeros(p, dtype=np.int64)  # elements before the block's first run start
+    lead[full] = np.where(head, 0, inner_leads[full])
+    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(starts_per_block)]))
+
+    starts = inner
+    if k:
+        starts[0] = head[np.searchsorted(full, r)]
+    first_of_run = np.flatnonzero(starts)
+    placements = tuple(Shard(0) if m in mesh_dims else Replicate() for m in range(mesh.ndim))
+    layout = Layout(mesh.shape, placements, (bounds[-1],), (bounds if mesh_dims else None,))
+
+    def wrap(local: Any) -> DArray:
+        return DArray(local, DArraySpec(mesh, layout, local.dtype))
+
+    results = [wrap(values[first_of_run])]
+    if return_index:  # the sort is stable: a run's first element has its smallest index
+        assert positions is not None
+        results.append(wrap(positions[first_of_run]))
+    if return_inverse:
+        assert positions is not None
+        ids = bounds[r] + np.cumsum(starts, dtype=np.intp) - 1
+        results.append(_inverse(a, flat, comm, ids, positions))
+    if return_counts:
+        # The block's last run continues through the following blocks up to
+        # the first one that starts a run of its own.
+        tail = 0
+        for q in full[full > r].tolist():
+            if lead[q] < sizes[q]:
+                tail += int(lead[q])
+                break
+            tail += int(sizes[q])
+        counts = np.diff(np.append(first_of_run, k)).astype(np.intp)
+        if counts.size:
+            counts[-1] += tail
+        results.append(wrap(counts))
+    return results
+
+
+def _inverse(a: DArray, flat: DArray, comm: Any, ids: Any, positions: Any) -> DArray:
+    """Each element's unique id, sent back to its place: a DArray of ``a``'s shape and layout.
+
+    ``ids[i]`` belongs at global flat index ``positions[i]``. One all-to-all
+    over the sort's ranks delivers it to the owner of that index in ``flat``'s
+    layout, which is ``a``'s own when ``a`` has only dim 0 sharded (else one
+    redistribution undoes what ``np.ravel`` moved).
+    """
+    mesh = a.mesh
+    if a.size == 0:  # every rank knows it: nothing to send
+        local = np.empty(a.spec.local_shape(), np.intp)
+        return DArray(local, DArraySpec(mesh, a.spec.layout, local.dtype))
+    cut = flat.spec.layout.bounds[0]
+    offset = flat.spec.offsets()[0]
+    if comm is not None and cut is not None:
+        owners = np.searchsorted(np.asarray(cut), positions, side="right") - 1
+        order = np.argsort(owners, kind="stable")
+        pairs = np.stack([positions[order], ids[order]], axis=1).astype(np.intp)
+        split = np.bincount(owners, minlength=comm.Get_size()).tolist()
+        received = coll.all_to_all(pairs, 0, 0, comm, split_sizes=split)
+        positions, ids = received[:, 0], received[:, 1]
+    block = np.empty(flat.local.shape[0], np.intp)
+    block[positions - offset] = ids
+    # ``flat``'s blocks are whole rows of ``a``'s shape (np.ravel shards dim 0
+    # only), so the same blocks, divided by the row size, shard dim 0 of ``a``.
+    row = a.size // a.shape[0] if a.ndim else 1
+    bounds: list[Any] = [None] * a.ndim
+    if a.ndim and cut is not None:
+        bounds[0] = tuple(b // row for b in cut)
+    rows = Layout(mesh.shape, flat.placements, a.shape, tuple(bounds))
+    spec = DArraySpec(mesh, rows, block.dtype)
+    return DArray(block.reshape(spec.local_shape()), spec).with_layout(a.spec.layout)
