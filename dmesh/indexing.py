@@ -22,6 +22,7 @@ import numpy as np
 import collectives as coll
 from collectives._device import array_module
 from collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh import fancy_indexing
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
@@ -43,8 +44,8 @@ def _expand(key: Any, ndim: int) -> list[Any]:
                 operator.index(item)
             except TypeError as exc:
                 raise UnsupportedError(
-                    f"indexing DArrays with {type(item).__name__} is not supported yet; "
-                    "basic indexing (slices, ints, None, ...) is"
+                    f"indexing DArrays with {type(item).__name__} is not supported; basic "
+                    "indexing (slices, ints, None, ...) and integer arrays are"
                 ) from exc
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise ArgumentTypeError("an index can only have a single ellipsis ('...')")
@@ -152,11 +153,16 @@ def _local_slice(first: int, last: int, step: int, start: int, stop: int) -> sli
 
 
 def getitem(a: DArray, key: Any) -> DArray:
-    """``a[key]`` for basic indexing (views of the blocks, no communication) or a bool mask."""
+    """``a[key]`` for basic indexing (views of the blocks, no communication) or a bool mask.
+
+    Keys with integer arrays go to :mod:`dmesh.fancy_indexing` (collective).
+    """
     from dmesh.darray import DArray
 
-    if isinstance(key, DArray):
+    if isinstance(key, DArray) and key.dtype.kind not in "iu":
         return mask_select(a, key)
+    if fancy_indexing.is_advanced(key):
+        return fancy_indexing.getitem(a, key)
     layout, local_key, _ = plan_index(a.spec, key)
     spec = DArraySpec(a.mesh, layout, a.dtype)
     xp = array_module(a.local)
@@ -171,12 +177,16 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     """``a[key] = value``: a scalar, an array every rank holds, or a DArray of the selection.
 
     Local writes only, except that a DArray value is first moved to the
-    selection's layout (collective).
+    selection's layout (collective). Keys with integer arrays go to
+    :mod:`dmesh.fancy_indexing` (collective).
     """
     from dmesh.darray import DArray
 
     if any(p.is_partial() for p in a.placements):
         raise UnsupportedError("assigning into a DArray with Partial placements: reduce it first")
+    if fancy_indexing.is_advanced(key):
+        fancy_indexing.setitem(a, key, value)
+        return
     layout, local_key, owners = plan_index(a.spec, key)
     if isinstance(value, DArray):
         if owners:

@@ -122,6 +122,12 @@ SAMPLES[np.unique] = [
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
+SAMPLES[np.take] = [  # a list index is replicated; an ndarray one becomes a DArray index
+    ((_M, [3, 0, -1, 3]), {"axis": 0}),
+    ((_M, np.array([[1, 3], [0, 0]])), {"axis": 1}),
+    ((_M, [19, 0, 7]), {}),
+    ((_V, [5, -7]), {"mode": "wrap"}),
+]
 
 
 def test_every_registered_op_has_samples() -> None:

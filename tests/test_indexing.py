@@ -84,8 +84,7 @@ def test_index_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     d = dmesh.distribute(np.zeros((4, 3)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
     assert_raises_all(comm, IndexError, d.__getitem__, np.s_[4], match="out of bounds")
     assert_raises_all(comm, IndexError, d.__getitem__, np.s_[0, 0, 0], match="too many")
-    assert_raises_all(comm, NotImplementedError, d.__getitem__, np.array([0, 1]))
-    assert_raises_all(comm, NotImplementedError, d.__getitem__, [0, 1])
+    # Integer arrays are supported now: see test_fancy_indexing.py.
 
 
 def test_boolean_masks_and_nonzero(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
