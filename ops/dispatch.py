@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentTypeError, ShardingError, UnsupportedError
+from collectives.errors import ArgumentError, ArgumentTypeError, ShardingError, UnsupportedError
 from dmesh import _hooks
 from dmesh.context import implicit_replication_active
 from dmesh.convert import distribute
@@ -23,7 +23,9 @@ from dmesh.darray import DArray
 from dmesh.placement import Replicate, shorts
 from dmesh.spec import DArraySpec
 from ops.propagation import Decision, decide
-from ops.registry import Call, Rule, decomposition_for, rule_for
+from ops.registry import Call, Rule, decomposition_for, keyword_form_for, rule_for
+from ops.rules.elementwise import broadcast_shape, sharded_rows
+from ops.rules.reductions import UFUNC_REDUCE
 
 __all__ = ["dispatch_donated", "dispatch_function", "dispatch_ufunc", "install"]
 
@@ -49,6 +51,15 @@ def dispatch_ufunc(
         decision = _seen.get(key)
         if decision is not None:
             return _run(ufunc, inputs, decision)
+    if method == "reduce" and kwargs.keys() & {"where", "out", "initial"}:
+        family = UFUNC_REDUCE.get(ufunc)
+        form = None if family is None else keyword_form_for(family, kwargs)
+        if form is not None:
+            kwargs = dict(kwargs)
+            if isinstance(kwargs.get("out"), tuple):
+                kwargs["out"] = kwargs["out"][0]
+            axis = inputs[1] if len(inputs) > 1 else kwargs.pop("axis", 0)
+            return form(family, inputs[0], axis=axis, **kwargs)
     if method != "__call__":
         rule = rule_for((ufunc, method))
         if rule is None or rule.parse is None:
@@ -59,7 +70,7 @@ def dispatch_ufunc(
         operands, static = rule.parse(inputs, kwargs)
         return _apply(rule, ufunc, operands, static, f"{ufunc.__name__}.{method}")[0]
     if "where" in kwargs:
-        raise UnsupportedError(f"np.{ufunc.__name__}(..., where=) on DArrays is not supported yet")
+        return _masked(ufunc, inputs, dict(kwargs))
     if "out" in kwargs:
         return _into(ufunc, inputs, dict(kwargs))
     rule = rule_for(ufunc)
@@ -171,6 +182,56 @@ def _into(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     return target
 
 
+# ``ufunc(..., where=mask)``: the inputs, the mask and ``out`` are aligned like
+# the operands of one elementwise op (no partial rows: a mask selects values).
+_MASKED = Rule("elementwise.where", sharded_rows, broadcast_shape)
+
+
+def _masked(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ufunc(*inputs, where=mask[, out=o])``, computed block by block in aligned layouts.
+
+    Where the mask is False the output keeps ``out``'s values (uninitialized
+    without ``out``, as in NumPy).
+    """
+    name = ufunc.__name__
+    where = kwargs.pop("where")
+    out = kwargs.pop("out", None)
+    if ufunc.nout != 1 or ufunc.signature is not None:
+        raise UnsupportedError(f"np.{name}(..., where=) on DArrays: only elementwise ufuncs")
+    target = None
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        if len(outs) != 1 or not isinstance(outs[0], DArray):
+            raise ArgumentTypeError(f"np.{name}(..., out=): out must be one DArray, got {out!r}")
+        target = outs[0]
+    n = len(inputs)
+    operands = _replicate_arrays([*inputs, where, *([target] if target is not None else [])])
+    mesh, specs, shapes = _operands(name, operands)
+    try:
+        shape = np.broadcast_shapes(*shapes[: n + 1])
+    except ValueError as exc:
+        raise ArgumentError(f"np.{name}(..., where=): {exc}") from None
+    if target is not None and target.shape != shape:
+        raise ArgumentError(
+            f"np.{name}(..., out=, where=): out has shape {target.shape}, the result {shape}"
+        )
+    call = Call(shapes, tuple(s is not None for s in specs), ())
+    decision = decide(_MASKED, call, specs)
+    blocks = [
+        (x.with_layout(layout).local if move else x.local) if layout is not None else x
+        for x, layout, move in zip(operands, decision.operands, decision.moves)
+    ]
+    if target is None:
+        result = np.asarray(ufunc(*blocks[:n], where=blocks[n], **kwargs))
+        return DArray(result, decision.result_spec(mesh, result.dtype))
+    buffer = blocks[-1]
+    ufunc(*blocks[:n], out=buffer, where=blocks[n], **kwargs)
+    if decision.moves[-1]:  # computed in a moved copy of out: move it back
+        moved = DArray(buffer, decision.result_spec(mesh, buffer.dtype))
+        np.copyto(target.local, moved.with_layout(target.spec.layout).local)
+    return target
+
+
 def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` with DArray arguments (the ``__array_function__`` hook)."""
     cacheable = not kwargs and all(type(x) is DArray for x in args)
@@ -180,6 +241,10 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         seen = _seen_calls.get((func, *(x.spec for x in args)))
         if seen is not None:
             return _run_known(func, args, *seen)
+    if kwargs:
+        form = keyword_form_for(func, kwargs)
+        if form is not None:  # keywords the rule does not take (a reduction's where=)
+            return form(func, *args, **kwargs)
     impl = decomposition_for(func)
     if impl is not None:
         return impl(*args, **kwargs)

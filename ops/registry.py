@@ -135,3 +135,36 @@ def decompose(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 def decomposition_for(func: Any) -> Callable[..., Any] | None:
     """The decomposition registered for ``func``, or None."""
     return _decompositions.get(func)
+
+
+_keyword_forms: dict[Any, tuple[frozenset[str], Callable[..., Any]]] = {}
+
+
+def keyword_form(
+    *funcs: Any, keywords: set[str]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``impl(func, *args, **kwargs)`` for calls of ``funcs`` passing one of ``keywords``.
+
+    For keywords a rule does not take (``where=``, ``out=``, ``initial=`` of
+    reductions): the call is rewritten in terms of calls that have rules, and
+    calls without these keywords keep the rule and its caches.
+    """
+
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for func in funcs:
+            if func in _keyword_forms:
+                raise ArgumentError(
+                    f"keyword_form: {getattr(func, '__name__', func)!r} already has one"
+                )
+            _keyword_forms[func] = (frozenset(keywords), impl)
+        return impl
+
+    return decorate
+
+
+def keyword_form_for(func: Any, kwargs: dict[str, Any]) -> Callable[..., Any] | None:
+    """The keyword form of ``func`` when ``kwargs`` holds one of its keywords, else None."""
+    entry = _keyword_forms.get(func)
+    if entry is None or entry[0].isdisjoint(kwargs):
+        return None
+    return entry[1]

@@ -62,16 +62,22 @@ def broadcast_shape(call: Call) -> tuple[int, ...]:
     return tuple(np.broadcast_shapes(*call.shapes))
 
 
+def sharded_rows(call: Call) -> list[Row]:
+    """Everything replicated, and ``S(d)`` of the output for each dim ``d`` (no partials)."""
+    out = broadcast_shape(call)
+    result: list[Row] = [(R,) * (len(call.shapes) + 1)]
+    for d in range(len(out)):
+        row: list[Placement] = [Shard(d)]
+        for shape in call.shapes:
+            own = d - (len(out) - len(shape))
+            row.append(Shard(own) if own >= 0 and shape[own] == out[d] else R)
+        result.append(tuple(row))
+    return result
+
+
 def elementwise_rows(func: np.ufunc) -> object:
     def rows(call: Call) -> list[Row]:
-        out = broadcast_shape(call)
-        result: list[Row] = [(R,) * (len(call.shapes) + 1)]
-        for d in range(len(out)):
-            row: list[Placement] = [Shard(d)]
-            for shape in call.shapes:
-                own = d - (len(out) - len(shape))
-                row.append(Shard(own) if own >= 0 and shape[own] == out[d] else R)
-            result.append(tuple(row))
+        result = sharded_rows(call)
         n = len(call.shapes)
         p = Partial("sum")
         if func in LINEAR_IN_ALL and all(call.darray):

@@ -1,0 +1,133 @@
+"""``where=``, ``initial=`` and ``out=`` of reductions, written with ops that have rules.
+
+* ``where=mask``: the unselected elements are replaced by the op's identity
+  (``np.where(mask, a, 0)`` for a sum) and the array is reduced as usual, so
+  the mask is aligned with ``a`` like any elementwise operand. ``mean`` divides
+  the masked sum by the masked count. ``max``/``min`` have no identity: as in
+  NumPy, a mask needs ``initial=``, which fills the unselected elements.
+* ``initial=v``: combined with the reduced value (``+ v``, ``* v``,
+  ``maximum(., v)``); over an empty axis the result is ``v``.
+* ``out=o``: the result is moved to ``o``'s layout and written into ``o``.
+
+Calls without these keywords never come here: they keep the reduction rule
+and the dispatch caches.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.darray import DArray
+from ops.registry import keyword_form
+
+_FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
+_SIGNATURES = {func: inspect.signature(func) for func in _FUNCS}
+_IDENTITY: dict[Callable[..., Any], Any] = {np.sum: 0, np.prod: 1, np.any: False, np.all: True}
+_COMBINE: dict[Callable[..., Any], np.ufunc] = {
+    np.sum: np.add,
+    np.prod: np.multiply,
+    np.max: np.maximum,
+    np.min: np.minimum,
+}
+_HANDLED = {"a", "axis", "dtype", "keepdims", "where", "out", "initial"}
+
+
+@keyword_form(*_FUNCS, keywords={"where", "out", "initial"})
+def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(a, ..., where=, initial=, out=)`` on DArrays (collective)."""
+    arguments = _SIGNATURES[func].bind(*args, **kwargs).arguments
+    unknown = sorted(set(arguments) - _HANDLED)
+    if unknown:
+        raise UnsupportedError(
+            f"np.{func.__name__}(..., {unknown[0]}=) on DArrays is not supported yet; "
+            f"supported: axis, dtype, keepdims, where, out"
+            + (", initial" if func in _COMBINE else "")
+        )
+    a = arguments["a"]
+    where = arguments.get("where", True)
+    out = arguments.get("out")
+    initial = arguments.get("initial", np._NoValue)
+    plain: dict[str, Any] = {
+        k: arguments[k] for k in ("axis", "dtype", "keepdims") if k in arguments
+    }
+    has_initial = initial is not np._NoValue
+    selects_all = where is True or (isinstance(where, np.bool_) and bool(where))
+    if func in (np.max, np.min) and not selects_all and not has_initial:
+        name = "maximum" if func is np.max else "minimum"
+        raise ArgumentError(
+            f"reduction operation {name!r} does not have an identity, so to use a where mask "
+            "one has to specify 'initial' (as in NumPy)"
+        )
+    if func is np.mean:
+        result = a.mean(**plain) if selects_all else _masked_mean(a, where, **plain)
+    else:
+        source = a
+        if not selects_all:
+            fill = initial if func in (np.max, np.min) else _IDENTITY[func]
+            source = np.where(where, a, np.asarray(fill, dtype=a.dtype))
+        result = _reduce(func, source, initial if has_initial else np._NoValue, plain)
+    if out is None:
+        return result
+    return _write(func.__name__, result, out)
+
+
+def _reduce(func: Callable[..., Any], a: Any, initial: Any, plain: dict[str, Any]) -> Any:
+    if initial is np._NoValue:
+        return func(a, **plain)
+    axis = plain.get("axis")
+    axes = range(a.ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    if func in (np.max, np.min) and any(a.shape[d] == 0 for d in axes):
+        # Nothing to reduce: every result element is ``initial``.
+        zeros = np.sum(a, **{**plain, "dtype": a.dtype})
+        return np.add(np.multiply(zeros, 0), initial, dtype=zeros.dtype)
+    reduced = func(a, **plain)
+    return _COMBINE[func](reduced, initial, dtype=reduced.dtype)
+
+
+def _masked_mean(
+    a: Any, where: Any, axis: Any = None, dtype: Any = None, keepdims: Any = False
+) -> Any:
+    """``np.mean(a, where=where)``: the masked sum over the masked count."""
+    kind = np.dtype(a.dtype)
+    accumulate = dtype
+    if accumulate is None:
+        # NumPy's choices: integers average in float64, float16 in float32.
+        accumulate = (
+            np.float64 if kind.kind in "biu" else np.float32 if kind == np.float16 else kind
+        )
+    total = np.sum(
+        np.where(where, a, np.zeros((), a.dtype)), axis=axis, dtype=accumulate, keepdims=keepdims
+    )
+    selected = np.logical_and(np.logical_or(a == a, True), where)  # the mask at a's shape
+    count = np.sum(selected, axis=axis, keepdims=keepdims)
+    result = np.true_divide(total, count)
+    wanted = np.dtype(dtype) if dtype is not None else kind if kind.kind in "fc" else None
+    return result.astype(wanted) if wanted is not None and result.dtype != wanted else result
+
+
+def _write(name: str, result: Any, out: Any) -> Any:
+    """Write ``result`` into the DArray ``out`` (``out=`` of a reduction)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], DArray):
+        raise ArgumentTypeError(
+            f"np.{name}(..., out=): out must be one DArray, got {type(out).__name__}; make it "
+            "one with dmesh.zeros(shape, mesh=mesh, placements=...)"
+        )
+    target = outs[0]
+    if (
+        not isinstance(result, DArray)
+        or result.shape != target.shape
+        or result.mesh is not target.mesh
+    ):
+        raise ArgumentError(
+            f"np.{name}(..., out=): the result of shape {np.shape(result)} does not fit out "
+            f"{target.spec}; out needs the result's shape and mesh"
+        )
+    moved = result.with_layout(target.spec.layout)
+    np.copyto(target.local, moved.local, casting="unsafe")
+    return target

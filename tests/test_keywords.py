@@ -1,0 +1,143 @@
+"""``where=`` and ``out=`` on ufuncs, ``where=``/``initial=``/``out=`` on reductions.
+
+Compared with NumPy on one process, over placements of the operands, the
+mask and ``out`` (uneven and empty blocks at 3 and 4 ranks).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Partial, Replicate, Shard
+from helpers import assert_all, assert_equal_all, assert_raises_all
+
+WORLD = MPI.COMM_WORLD.Get_size()
+TOL = {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
+def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m
+
+
+def placements_of(mesh: dmesh.DeviceMesh, ndim: int, partial: bool = False) -> list[list]:
+    choices = [Replicate()] + [Shard(d) for d in range(ndim)]
+    if partial:
+        choices.append(Partial("sum"))
+    return [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
+
+
+DATA = np.arange(15.0).reshape(3, 5) - 6.0
+MASK = DATA % 3 != 0
+
+
+def test_ufunc_where_with_out(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    want = np.full(DATA.shape, -1.0)
+    np.divide(1.0, DATA, out=want, where=DATA != 0)
+    for p_a, p_out in itertools.product(placements_of(mesh, 2), placements_of(mesh, 2, True)):
+        a = dmesh.distribute(DATA, mesh, p_a)
+        out = dmesh.distribute(np.full(DATA.shape, -1.0), mesh, p_out)  # Partial: terms
+        got = np.divide(1.0, a, out=out, where=a != 0)
+        assert_all(comm, got is out and out.placements == tuple(p_out), "out was not filled")
+        assert_equal_all(comm, out.full_array(), want, **TOL)
+
+
+def test_ufunc_where_broadcast_mask(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    row_mask = np.array([True, False, True, True, False])
+    want = np.zeros(DATA.shape)
+    np.add(DATA, 10.0, out=want, where=row_mask)
+    for p_a, p_m in itertools.product(placements_of(mesh, 2), placements_of(mesh, 1)):
+        a = dmesh.distribute(DATA, mesh, p_a)
+        m = dmesh.distribute(row_mask, mesh, p_m)
+        out = dmesh.zeros(DATA.shape, mesh=mesh, placements=p_a)
+        np.add(a, 10.0, out=out, where=m)
+        assert_equal_all(comm, out.full_array(), want)
+        # Without out, the selected values are NumPy's (the rest is undefined).
+        free = np.add(a, 10.0, where=m).full_array()
+        assert_equal_all(comm, free[:, row_mask], (DATA + 10.0)[:, row_mask])
+    with dmesh.implicit_replication():
+        out = dmesh.zeros(DATA.shape, mesh=mesh)
+        np.add(dmesh.distribute(DATA, mesh, [Shard(1)] * mesh.ndim), 10.0, out=out, where=row_mask)
+    assert_equal_all(comm, out.full_array(), want)
+
+
+@pytest.mark.parametrize("func", [np.sum, np.prod, np.any, np.all, np.mean])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_reduction_where(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func: object, axis: object
+) -> None:
+    data = DATA / 4.0 if func is np.prod else DATA
+    want = func(data, axis=axis, where=MASK)  # type: ignore[operator]
+    for p_a, p_m in itertools.product(placements_of(mesh, 2), placements_of(mesh, 2)[:3]):
+        a = dmesh.distribute(data, mesh, p_a)
+        m = dmesh.distribute(MASK, mesh, p_m)
+        got = func(a, axis=axis, where=m)  # type: ignore[operator]
+        assert_equal_all(comm, np.asarray(got.full_array()), np.asarray(want), **TOL)
+
+
+@pytest.mark.parametrize("func", [np.max, np.min])
+def test_extrema_where_and_initial(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func: object
+) -> None:
+    for p_a in placements_of(mesh, 2):
+        a = dmesh.distribute(DATA, mesh, p_a)
+        m = dmesh.distribute(MASK, mesh, p_a)
+        for axis in (None, 0, 1):
+            got = func(a, axis=axis, where=m, initial=0.5)  # type: ignore[operator]
+            want = func(DATA, axis=axis, where=MASK, initial=0.5)  # type: ignore[operator]
+            assert_equal_all(comm, np.asarray(got.full_array()), np.asarray(want))
+        empty = dmesh.distribute(np.zeros((0, 3)), mesh, [Shard(0)] * mesh.ndim)
+        got = func(empty, axis=0, initial=2.0)  # type: ignore[operator]
+        assert_equal_all(comm, got.full_array(), np.full(3, 2.0))
+        assert_raises_all(comm, ValueError, func, a, where=m, match="initial")
+
+
+def test_sum_initial_and_ufunc_reduce(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    ints = np.arange(-4, 11)
+    for p_a in placements_of(mesh, 1):
+        a = dmesh.distribute(ints, mesh, p_a)
+        assert_equal_all(comm, np.sum(a, initial=5).full_array(), np.sum(ints, initial=5))
+        assert_equal_all(
+            comm, np.prod(a[4:8], initial=3).full_array(), np.prod(ints[4:8], initial=3)
+        )
+        got = np.add.reduce(a, where=a > 0)
+        assert_equal_all(comm, got.full_array(), np.add.reduce(ints, where=ints > 0))
+        got = np.maximum.reduce(a, where=a < 3, initial=-100)
+        assert_equal_all(
+            comm, got.full_array(), np.maximum.reduce(ints, where=ints < 3, initial=-100)
+        )
+
+
+def test_reduction_out(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    for p_a, p_out in itertools.product(placements_of(mesh, 2), placements_of(mesh, 1, True)):
+        a = dmesh.distribute(DATA, mesh, p_a)
+        out = dmesh.zeros(
+            (5,), mesh=mesh, placements=[Replicate() if p.is_partial() else p for p in p_out]
+        )
+        if any(p.is_partial() for p in p_out):
+            out = out.redistribute(placements=p_out)
+        got = np.sum(a, axis=0, out=out, where=a > -3)
+        assert_all(comm, got is out and out.placements == tuple(p_out), "out was not filled")
+        assert_equal_all(comm, out.full_array(), np.sum(DATA, axis=0, where=DATA > -3))
+        np.add.reduce(a, axis=0, out=out)
+        assert_equal_all(comm, out.full_array(), DATA.sum(axis=0))
+    ints = dmesh.zeros((3,), dtype=np.int64, mesh=mesh)
+    np.max(dmesh.distribute(DATA, mesh, [Shard(1)] * mesh.ndim), axis=1, out=ints)
+    assert_equal_all(comm, ints.full_array(), DATA.max(axis=1).astype(np.int64))
+
+
+def test_keyword_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = dmesh.distribute(DATA, mesh, [Shard(0)] * mesh.ndim)
+    wrong = dmesh.zeros((4,), mesh=mesh)
+    assert_raises_all(comm, ValueError, np.sum, a, axis=0, out=wrong, match="shape")
+    assert_raises_all(comm, TypeError, np.sum, a, axis=0, out=np.zeros(5), match="DArray")
+    assert_raises_all(comm, TypeError, np.add, a, 1.0, where=MASK, match="distribute")
+    assert_raises_all(comm, ValueError, np.add, a, 1.0, out=wrong, where=True)
+    assert_raises_all(comm, NotImplementedError, np.nansum, a, where=a > 0, match="where")
