@@ -57,6 +57,7 @@ def all_to_all(
     *,
     split_sizes: Any = None,
     concat_sizes: Any = None,
+    sizes_agree: bool = False,
     async_op: bool = False,
 ) -> Any:
     """Send piece ``p`` of ``x`` (split along ``split_axis``) to rank ``p``.
@@ -70,9 +71,18 @@ def all_to_all(
     also checks that they agree. With ``split_axis != concat_axis`` (a
     redistribution ``Shard(concat_axis) -> Shard(split_axis)``), every rank
     must hold the same length along ``split_axis``. Collective.
+
+    ``sizes_agree=True`` promises that every rank passes the same
+    ``split_sizes`` and ``concat_sizes`` (sizes that come from a layout all
+    ranks know, as in a redistribution); equal pieces then take the plain
+    ``MPI_Alltoall``, which MPICH tunes better than ``MPI_Alltoallv``. Without
+    the promise a rank cannot tell from its own sizes that every rank's pieces
+    are equal (rank 0 may send ``[1, 1]`` while rank 1 sends ``[1, 2]``), and
+    ranks choosing different MPI calls would hang, so the v-call is used.
     """
     if (
-        type(x) is np.ndarray
+        sizes_agree is True
+        and type(x) is np.ndarray
         and split_axis == 0
         and concat_axis == 0
         and split_sizes is None
@@ -100,6 +110,7 @@ def all_to_all(
     split_axis = normalize_axis(split_axis, x.ndim, "split_axis")
     concat_axis = normalize_axis(concat_axis, x.ndim, "concat_axis")
     check_flag(async_op, "async_op")
+    check_flag(sizes_agree, "sizes_agree")
     comm = resolve_group(group)
     nranks, rank = comm.Get_size(), comm.Get_rank()
     length = x.shape[split_axis]
@@ -116,14 +127,16 @@ def all_to_all(
         split = _split(x, split_axis, pieces)
         slots = all_to_all_slots(comm, x, split)
         if slots is None:
-            incoming = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
+            incoming, same = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
+            sizes_agree = sizes_agree or same
         else:
             _check_shapes(slots.shapes, slots.dtypes, split_axis, concat_axis)
             if slots.inline is not None:
                 return np.concatenate(slots.inline, axis=concat_axis)
             incoming = tuple(shape[concat_axis] for shape in slots.piece_shapes)
     else:
-        incoming = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
+        incoming, same = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
+        sizes_agree = sizes_agree or same
     # Shape of what arrives, concat axis first: the piece shape without the
     # concat axis (the split axis holds this rank's share).
     piece_shape = list(x.shape)
@@ -140,7 +153,7 @@ def all_to_all(
     datatype = mpi_datatype(x.dtype)
     out_shape = list(piece_shape)
     out_shape[concat_axis] = sum(incoming)
-    if min(send_counts) == max(send_counts) and min(recv_counts) == max(recv_counts):
+    if sizes_agree and min(send_counts) == max(send_counts) == min(recv_counts) == max(recv_counts):
         # Equal pieces both ways: the plain (better tuned) call.
         return complete(
             async_op,
@@ -195,18 +208,21 @@ def _check_shapes(
 
 def _exchange_piece_lengths(
     comm: MPI.Intracomm, x: Any, split_axis: int, concat_axis: int, pieces: tuple[int, ...]
-) -> tuple[int, ...]:
+) -> tuple[tuple[int, ...], bool]:
     """Lengths along ``concat_axis`` of the pieces each rank sends here, after checking.
 
     The two-round path (device arrays, async calls, many dimensions): every
-    rank's shape and split sizes travel in one ``Allgather`` first.
+    rank's shape and split sizes travel in one ``Allgather`` first. Also
+    says whether every rank holds the same shape and split sizes, which
+    every rank sees alike (so all may take the plain call).
     """
     headers = all_gather_headers(comm, x.shape, x.dtype, pieces)
     _check_shapes([h[0] for h in headers], [h[1] for h in headers], split_axis, concat_axis)
     rank = comm.Get_rank()
+    same = all(h[0] == headers[0][0] and tuple(h[2]) == tuple(headers[0][2]) for h in headers)
     if split_axis == concat_axis:
-        return tuple(split[rank] for _, _, split in headers)
-    return tuple(shape[concat_axis] for shape, _, _ in headers)
+        return tuple(split[rank] for _, _, split in headers), same
+    return tuple(shape[concat_axis] for shape, _, _ in headers), same
 
 
 def permute(

@@ -348,7 +348,9 @@ def _exchange(a: DArray, view: Layout, plan: _Plan, index: Layout, points: Any) 
     sent = np.bincount(owners, minlength=ranks).astype(np.int64)
     received = _incoming(view, plan, index, group, me, ranks)
     if received is None:
-        received = coll.all_to_all(sent, 0, 0, comm, concat_sizes=[1] * ranks).tolist()
+        received = coll.all_to_all(
+            sent, 0, 0, comm, concat_sizes=[1] * ranks, sizes_agree=True
+        ).tolist()
     return _Exchange(comm, order, offsets[order], sent.tolist(), received)
 
 

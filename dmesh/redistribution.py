@@ -230,7 +230,13 @@ def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> 
         elif kind == "all_to_all":
             _, m, i, j, split_sizes, concat_sizes = step
             local = coll.all_to_all(
-                local, j, i, mesh.comm(m), split_sizes=split_sizes, concat_sizes=concat_sizes
+                local,
+                j,
+                i,
+                mesh.comm(m),
+                split_sizes=split_sizes,
+                concat_sizes=concat_sizes,
+                sizes_agree=True,  # from the layouts: the same on every rank of the group
             )
         elif kind == "transfer":
             _, before, after = step

@@ -111,3 +111,29 @@ def test_all_to_all_mismatch_seen_by_every_rank(comm: MPI.Intracomm) -> None:
         pytest.skip("needs two ranks to disagree")
     x = np.ones((5 if rank == 0 else 4, 2))
     assert_raises_all(comm, ValueError, C.all_to_all, x, 0, 1, comm, match="rank 1 has")
+
+
+def test_all_to_all_equal_pieces_on_some_ranks_only(comm: MPI.Intracomm) -> None:
+    # Rank 0 sends and receives equal pieces; the last rank does not. Each
+    # rank alone could pick a different MPI call (Alltoall against
+    # Alltoallv) and hang; the exchange must complete with the right data.
+    n, rank = comm.Get_size(), comm.Get_rank()
+    counts = np.ones((n, n), dtype=int)
+    counts[n - 1, n - 1] = 2  # the last rank sends 2 elements to itself
+    x = np.arange(counts[rank].sum(), dtype=np.float64) + 100 * rank
+    got = C.all_to_all(x, 0, 0, comm, split_sizes=counts[rank], concat_sizes=counts[:, rank])
+    starts = np.cumsum(counts, axis=1) - counts  # where each piece begins in its sender's x
+    want = np.concatenate(
+        [
+            np.arange(starts[q, rank], starts[q, rank] + counts[q, rank]) + 100.0 * q
+            for q in range(n)
+        ]
+    )
+    assert_equal_all(comm, got, want)
+    # The same sizes on every rank, promised: equal pieces take the plain call.
+    same = np.arange(2 * n, dtype=np.float64) + 10 * rank
+    got = C.all_to_all(
+        same, 0, 0, comm, split_sizes=[2] * n, concat_sizes=[2] * n, sizes_agree=True
+    )
+    want = np.concatenate([np.arange(2 * rank, 2 * rank + 2) + 10.0 * q for q in range(n)])
+    assert_equal_all(comm, got, want)
