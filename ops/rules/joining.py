@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
+import collectives as coll
 from collectives.errors import ArgumentError, UnsupportedError
+from dmesh.darray import DArray
+from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import PARTIAL_OPS, Partial, Replicate, Shard
+from dmesh.spec import DArraySpec
 from ops.registry import Call, Row, decompose, register
 
 R = Replicate()
@@ -172,21 +176,54 @@ def hstack(tup: Any) -> Any:
 
 @decompose(np.flip)
 def flip(m: Any, axis: Any = None) -> Any:
-    """``np.flip`` as a negative-step slice of each block.
+    """``np.flip``: a negative-step view of each block, then blocks swap ends.
 
-    A flipped axis that is sharded would reverse the block order, so the mesh
-    dims sharding it are replicated first (an all-gather along them).
+    An axis sharded over one mesh dim is flipped in place of its blocks: the
+    rank at coordinate ``j`` of ``k`` sends its flipped block to ``k - 1 - j``
+    (one message each, no gather), and the new boundaries are the old ones
+    mirrored, so uneven blocks stay where they are cheapest. An axis sharded
+    over several mesh dims is replicated along them first.
     """
     given = range(m.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     axes = [operator.index(ax) % m.ndim for ax in given]
-    if any(isinstance(p, Shard) and p.dim in axes for p in m.placements):
+    nested = [ax for ax in axes if len(sharding_mesh_dims(m.placements, ax)) > 1]
+    if nested:
         m = m.redistribute(
-            m.mesh, [R if isinstance(p, Shard) and p.dim in axes else p for p in m.placements]
+            m.mesh, [R if isinstance(p, Shard) and p.dim in nested else p for p in m.placements]
         )
     key = [slice(None)] * m.ndim
     for ax in axes:
         key[ax] = slice(None, None, -1)
-    return m[tuple(key)]
+    sharded = [ax for ax in axes if sharding_mesh_dims(m.placements, ax)]
+    flipped = m[tuple(key[ax] if ax not in sharded else slice(None) for ax in range(m.ndim))]
+    for ax in sharded:
+        flipped = _flip_blocks(flipped, ax)
+    return flipped
+
+
+def _flip_blocks(a: Any, axis: int) -> DArray:
+    """``a`` flipped along ``axis``, which one mesh dim shards (collective along it)."""
+    (mesh_dim,) = sharding_mesh_dims(a.placements, axis)
+    layout = a.spec.layout
+    bounds = layout.bounds[axis]
+    k, n = len(bounds) - 1, a.shape[axis]
+    mirrored = [list(b) if b is not None else None for b in layout.bounds]
+    mirrored[axis] = [n - bounds[k - j] for j in range(k + 1)]
+    target = Layout.with_bounds(layout.mesh_shape, layout.placements, layout.shape, mirrored)
+    spec = DArraySpec(a.mesh, target, a.dtype)
+    block = a.local
+    if a.mesh.coordinate is None:  # not a member: an empty block, no message
+        return DArray(block, spec)
+    j = a.mesh.coordinate[mesh_dim]
+    recv_shape = list(block.shape)
+    recv_shape[axis] = bounds[k - j] - bounds[k - 1 - j]
+    local = coll.permute(
+        np.flip(block, axis),
+        [(i, k - 1 - i) for i in range(k)],
+        a.mesh.comm(mesh_dim),
+        recv_shape=recv_shape,
+    )
+    return DArray(local, spec)
 
 
 @decompose(np.roll)
