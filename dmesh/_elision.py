@@ -27,6 +27,8 @@ from dmesh import _hooks
 
 __all__ = ["ELIDE_BYTES", "binary_method", "reflected_method", "temporary_refs"]
 
+_SCALARS = (int, float, complex, bool)
+
 # NumPy elides temporaries from 256 KiB (NPY_MIN_ELIDE_BYTES); below that the
 # allocation is cheaper than the checks.
 ELIDE_BYTES = 1 << 18
@@ -108,6 +110,10 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
             and _donor_ok(other)
         ):
             return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
+        if type(other) is type(self) or type(other) in _SCALARS:
+            # Straight to the dispatcher: NumPy's override protocol would pick
+            # DArray.__array_ufunc__ anyway, after a microsecond of checks.
+            return _hooks.dispatch_ufunc(ufunc, "__call__", (self, other), {})  # type: ignore[misc]
         return plain(self, other)
 
     method.__name__ = plain.__name__
@@ -123,6 +129,8 @@ def reflected_method(
     def method(self: Any, other: Any) -> Any:
         if sys.getrefcount(self) <= temporary_refs and _donor_ok(self):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
+        if type(other) in _SCALARS:
+            return _hooks.dispatch_ufunc(ufunc, "__call__", (other, self), {})  # type: ignore[misc]
         return plain(self, other)
 
     method.__name__ = plain.__name__

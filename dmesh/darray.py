@@ -215,26 +215,28 @@ class DArray(NDArrayOperatorsMixin):
 
     def item(self) -> Any:
         """The value of a one-element array as a Python scalar (collective)."""
-        if self.size != 1:
-            raise ArgumentError(
-                f"item(): the array has {self.size} elements (shape {self.shape}); "
-                "only one-element arrays convert to a scalar"
-            )
-        route = _GATHER if self.mesh.closed else _scalar_routes.get(self._spec)
+        spec = self._spec
+        route = _scalar_routes.get(spec)  # only one-element specs are remembered
         if route is None:
-            route = _scalar_route(self._spec)
-        if route is not _GATHER:
-            if route is _LOCAL:
-                return self._local.item()
-            comm, plan = route  # type: ignore[misc]
-            local = self._local
-            if type(local) is np.ndarray and local.flags.c_contiguous:
-                out = np.empty_like(local)
-                comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
-                return out.item()
-            value = coll.all_reduce(local, plan.op, comm)
-            return value.astype(self.dtype, copy=False).item()
-        return self.full_array().item()
+            if self.size != 1:
+                raise ArgumentError(
+                    f"item(): the array has {self.size} elements (shape {self.shape}); "
+                    "only one-element arrays convert to a scalar"
+                )
+            route = _GATHER if self.mesh.closed else _scalar_route(spec)
+        if route is _LOCAL:
+            return self._local.item()
+        if route is _GATHER or spec.mesh.closed:
+            return self.full_array().item()  # (raises on a closed mesh)
+        comm, plan = route  # type: ignore[misc]
+        local = self._local
+        if type(local) is np.ndarray and local.flags.c_contiguous:
+            # The hot case, float(np.sum(a)): one MPI call on the partial terms.
+            out = np.empty_like(local)
+            comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
+            return out.item()
+        value = coll.all_reduce(local, plan.op, comm)
+        return value.astype(self.dtype, copy=False).item()
 
     def __float__(self) -> float:
         return float(self.item())

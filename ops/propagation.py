@@ -48,6 +48,11 @@ class Decision:
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
+    @property
+    def any_move(self) -> bool:
+        """Whether some operand must be redistributed."""
+        return any(self.moves)
+
     def result_spec(self, mesh: Any, dtype: np.dtype) -> DArraySpec:
         """The result's spec on ``mesh`` with ``dtype`` (built once)."""
         key = (id(mesh), dtype)
