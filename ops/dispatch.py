@@ -61,6 +61,9 @@ def dispatch_ufunc(
             axis = inputs[1] if len(inputs) > 1 else kwargs.pop("axis", 0)
             return form(family, inputs[0], axis=axis, **kwargs)
     if method != "__call__":
+        impl = decomposition_for((ufunc, method))
+        if impl is not None:  # ufunc.accumulate
+            return impl(*inputs, **kwargs)
         rule = rule_for((ufunc, method))
         if rule is None or rule.parse is None:
             raise UnsupportedError(

@@ -15,6 +15,7 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from helpers import assert_all
+from ops.kernels.scan import ACCUMULATING
 from ops.registry import _decompositions, registered
 from ops.rules.elementwise import UFUNCS
 
@@ -56,6 +57,17 @@ for _f in (np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_no
     SAMPLES[_f] = [((_M,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": -1, "keepdims": True})]
 for _u in (np.add, np.multiply, np.maximum, np.minimum, np.logical_or, np.logical_and):
     SAMPLES[(_u, "reduce")] = [((_M > 0.5 if _u.__name__.startswith("logical") else _M, 0), {})]
+_I = (np.arange(20).reshape(5, 4) * 7919) % 13
+for _u in ACCUMULATING:
+    _x = (
+        _I % 3 > 0
+        if _u.__name__.startswith("logical")
+        else _I
+        if _u.__name__.startswith("bit")
+        else _M
+    )
+    SAMPLES[(_u, "accumulate")] = [((_x,), {}), ((_x,), {"axis": 1})]
+SAMPLES[(np.add, "accumulate")] += [((_I.astype(np.int8),), {"dtype": np.int64})]
 SAMPLES[np.matmul] = [((_M, _V), {}), ((_M, _M.T.copy()), {}), ((_V, _V), {})]
 SAMPLES[np.dot] = [((_M, _V), {}), ((_V, _V), {})]
 SAMPLES[np.inner] = [((_M, _V), {})]

@@ -1,5 +1,5 @@
-"""``cumsum``/``cumprod`` along a sharded axis: a local scan plus an exclusive scan of
-block totals; and ``diff`` as slices and a subtraction.
+"""``cumsum``/``cumprod`` and ``ufunc.accumulate`` along a sharded axis: a local scan
+plus an exclusive scan of block totals; and ``diff`` as slices and a subtraction.
 
 Each rank scans its block; the last slice of that scan is its block total.
 The ranks of the mesh dims that shard the axis all-gather the totals (the
@@ -11,6 +11,7 @@ scan in the last bits (the sums are grouped differently).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,23 @@ from dmesh.layout import sharding_mesh_dims
 from dmesh.spec import DArraySpec
 from ops.registry import decompose
 
+# Associative ufuncs whose accumulate can start from the previous blocks' total.
+ACCUMULATING = (
+    np.add, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.logical_and,
+    np.logical_or, np.logical_xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+)  # fmt: skip
 
-def _scan(a: Any, axis: Any, dtype: Any, out: Any, product: bool, name: str) -> DArray:
+
+def _scan(
+    a: Any,
+    axis: Any,
+    out: Any,
+    ufunc: np.ufunc,
+    local_scan: Callable[[Any, int], Any],
+    name: str,
+) -> DArray:
+    """Scan ``a`` along ``axis`` with ``local_scan`` on each block, then ``ufunc`` with the
+    total of the blocks before (one all-gather of block totals)."""
     if out is not None:
         raise UnsupportedError(f"np.{name}(..., out=) on DArrays is not supported yet")
     if axis is None:
@@ -40,35 +56,54 @@ def _scan(a: Any, axis: Any, dtype: Any, out: Any, product: bool, name: str) -> 
         )
     axis %= a.ndim
     a = a.reduce_partials()
-    scan = np.cumprod if product else np.cumsum
-    block = scan(a.local, axis=axis, dtype=dtype)
+    block = local_scan(a.local, axis)
     spec = DArraySpec(a.mesh, a.spec.layout, np.dtype(block.dtype))
     mesh_dims = sharding_mesh_dims(a.placements, axis)
     if not mesh_dims or a.mesh.coordinate is None:
         return DArray(block, spec)
     comm = a.mesh[mesh_dims].comm()  # rank order there is block order
-    identity = 1 if product else 0
     if block.shape[axis]:
         total = np.take(block, -1, axis=axis)
-    else:
-        total = np.full(np.delete(block.shape, axis), identity, dtype=block.dtype)
-    totals = coll.all_gather(total[None], 0, comm)  # in block order: the sub-mesh's rank order
-    before = totals[: comm.Get_rank()]
-    carry = before.prod(axis=0) if product else before.sum(axis=0, dtype=block.dtype)
-    carry = np.expand_dims(np.asarray(carry, dtype=block.dtype), axis)
-    return DArray(block * carry if product else block + carry, spec)
+    else:  # an empty block: its total is skipped below (every rank knows the sizes)
+        total = np.zeros(np.delete(block.shape, axis), dtype=block.dtype)
+    totals = coll.all_gather(total[None], 0, comm)  # in block order
+    sizes = np.diff(a.spec.layout.bounds[axis])
+    before = totals[: comm.Get_rank()][sizes[: comm.Get_rank()] > 0]
+    if not len(before):
+        return DArray(block, spec)
+    carry = np.expand_dims(ufunc.reduce(before, axis=0, dtype=block.dtype), axis)
+    return DArray(ufunc(carry, block, dtype=block.dtype), spec)
 
 
 @decompose(np.cumsum)
 def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> DArray:
     """``np.cumsum`` on a DArray (collective when the axis is sharded)."""
-    return _scan(a, axis, dtype, out, False, "cumsum")
+    return _scan(a, axis, out, np.add, lambda b, ax: np.cumsum(b, axis=ax, dtype=dtype), "cumsum")
 
 
 @decompose(np.cumprod)
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> DArray:
     """``np.cumprod`` on a DArray (collective when the axis is sharded)."""
-    return _scan(a, axis, dtype, out, True, "cumprod")
+    scan = lambda b, ax: np.cumprod(b, axis=ax, dtype=dtype)  # noqa: E731
+    return _scan(a, axis, out, np.multiply, scan, "cumprod")
+
+
+def _accumulate_for(ufunc: np.ufunc) -> Callable[..., DArray]:
+    def accumulate(array: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> DArray:
+        name = f"{ufunc.__name__}.accumulate"
+        if isinstance(out, tuple):
+            out = out[0] if len(out) == 1 else out
+        scan = lambda b, ax: ufunc.accumulate(b, axis=ax, dtype=dtype)  # noqa: E731
+        return _scan(array, axis, out, ufunc, scan, name)
+
+    accumulate.__doc__ = (
+        f"``np.{ufunc.__name__}.accumulate`` on a DArray (collective when sharded)."
+    )
+    return accumulate
+
+
+for _ufunc in ACCUMULATING:
+    decompose((_ufunc, "accumulate"))(_accumulate_for(_ufunc))
 
 
 @decompose(np.diff)
