@@ -134,6 +134,10 @@ def all_to_all(
             if slots.inline is not None:
                 return np.concatenate(slots.inline, axis=concat_axis)
             incoming = tuple(shape[concat_axis] for shape in slots.piece_shapes)
+            # Every rank saw every shape; with the default split, equal shapes
+            # mean equal split sizes everywhere (the same verdict on all ranks).
+            if split_sizes is None and all(s == slots.shapes[0] for s in slots.shapes):
+                sizes_agree = True
     else:
         incoming, same = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
         sizes_agree = sizes_agree or same

@@ -88,8 +88,9 @@ def cases(comm: MPI.Intracomm, n: int) -> dict[str, Case]:
             lambda: comm.Alltoall(x, out_same),
             lambda: comm.Alltoall(x, np.empty(n)),
         ),
+        # sizes_agree: the same sizes on every rank, as a redistribution passes.
         "all_to_all(sizes=)": (
-            lambda: C.all_to_all(x, 0, 0, comm, concat_sizes=piece_sizes),
+            lambda: C.all_to_all(x, 0, 0, comm, concat_sizes=piece_sizes, sizes_agree=True),
             lambda: comm.Alltoall(x, out_same),
             lambda: comm.Alltoall(x, np.empty(n)),
         ),
