@@ -15,6 +15,7 @@ from collectives.errors import (
 )
 from dmesh import random
 from dmesh.abstract_mesh import AbstractMesh
+from dmesh.block_maps import map_blocks, map_overlap
 from dmesh.context import implicit_replication
 from dmesh.convert import distribute, from_local
 from dmesh.creation import (
@@ -31,6 +32,7 @@ from dmesh.creation import (
     zeros_like,
 )
 from dmesh.darray import DArray, redistribute
+from dmesh.halo import HaloExchange, halo
 from dmesh.mesh import DeviceMesh, init_mesh
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
@@ -50,6 +52,7 @@ __all__ = [
     "DArraySpec",
     "DMeshError",
     "DeviceMesh",
+    "HaloExchange",
     "Partial",
     "Placement",
     "Replicate",
@@ -62,9 +65,12 @@ __all__ = [
     "from_local",
     "full",
     "full_like",
+    "halo",
     "implicit_replication",
     "init_mesh",
     "linspace",
+    "map_blocks",
+    "map_overlap",
     "ones",
     "ones_like",
     "random",

@@ -19,6 +19,7 @@ BENCHMARKS = [
     ("bench_collectives.py", 2),
     ("bench_redistribute.py", 2),
     ("bench_dispatch.py", 2),
+    ("bench_halo.py", 2),
 ]
 
 

@@ -12,7 +12,9 @@ from helpers import assert_all, launch_job
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("script", ["example_collectives.py", "example_darray.py"])
+@pytest.mark.parametrize(
+    "script", ["example_collectives.py", "example_darray.py", "examples/heat2d.py"]
+)
 def test_example_runs_at_1_and_3_ranks(comm: MPI.Intracomm, script: str) -> None:
     """Rank 0 launches the example as a job of its own and checks it succeeds."""
     ok, message = True, ""
