@@ -20,6 +20,7 @@ BENCHMARKS = [
     ("bench_redistribute.py", 2),
     ("bench_dispatch.py", 2),
     ("bench_halo.py", 2),
+    ("bench_fft.py", 2),
 ]
 
 

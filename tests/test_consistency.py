@@ -140,6 +140,19 @@ SAMPLES[np.take] = [  # a list index is replicated; an ndarray one becomes a DAr
     ((_M, [19, 0, 7]), {}),
     ((_V, [5, -7]), {"mode": "wrap"}),
 ]
+_Z = _M + 1j * _C  # np.fft: 2-D and 3-D inputs (a sharded 1-D array has no axis to transpose to)
+SAMPLES[np.fft.fft] = [((_Z,), {}), ((_M,), {"axis": 0, "n": 7})]
+SAMPLES[np.fft.ifft] = [((_Z,), {"axis": 0, "norm": "ortho"})]
+SAMPLES[np.fft.rfft] = [((_M,), {"axis": 0}), ((_M3,), {"n": 5})]
+SAMPLES[np.fft.irfft] = [((_Z,), {"axis": 0, "n": 9}), ((_Z,), {})]
+SAMPLES[np.fft.fftn] = [((_M3,), {}), ((_Z,), {"s": (3, 6), "axes": (0, 1)})]
+SAMPLES[np.fft.ifftn] = [((_M3,), {"norm": "forward"})]
+SAMPLES[np.fft.rfftn] = [((_M3,), {}), ((_M,), {"s": (4, 5), "axes": (1, 0)})]
+SAMPLES[np.fft.irfftn] = [((_Z,), {"s": (5, 7), "axes": (0, 1)}), ((_M3 + 0j,), {})]
+SAMPLES[np.fft.fft2] = [((_M3,), {})]
+SAMPLES[np.fft.ifft2] = [((_Z,), {})]
+SAMPLES[np.fft.rfft2] = [((_M,), {})]
+SAMPLES[np.fft.irfft2] = [((_Z,), {"norm": "ortho"})]
 
 
 def test_every_registered_op_has_samples() -> None:

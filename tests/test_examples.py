@@ -13,7 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
-    "script", ["example_collectives.py", "example_darray.py", "examples/heat2d.py"]
+    "script",
+    [
+        "example_collectives.py",
+        "example_darray.py",
+        "examples/heat2d.py",
+        "examples/spectral_poisson.py",
+    ],
 )
 def test_example_runs_at_1_and_3_ranks(comm: MPI.Intracomm, script: str) -> None:
     """Rank 0 launches the example as a job of its own and checks it succeeds."""

@@ -1,0 +1,164 @@
+"""Benchmark: the distributed FFT (``np.fft.fftn``/``rfftn`` on DArrays) on a 1-D mesh.
+
+At 2 ranks, slab decomposition (``Shard(0)`` in, ``Shard(1)`` out, one
+all-to-all): 128^3 and 256^3 complex128 ``fftn`` and a 128^3 float64
+``rfftn``, beside one-process ``numpy.fft`` on rank 0 in the same run, and
+beside mpi4py-fft's ``PFFT`` on the same slab decomposition when
+``mpi4py_fft`` can be imported (it is not a dependency). Each case also times
+its transpose alone (``a.redistribute(mesh, [Shard(1)])``) beside a raw
+``MPI_Alltoall`` of the same bytes from a contiguous buffer (no packing): the
+difference is what the redistribution path costs over the bare message.
+Every result is checked against NumPy once, outside the timings.
+
+Usage: ``mpiexec -n 2 python scripts/bench_fft.py [out.json]``
+(default ``build/bench/fft.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Shard
+from dmesh.placement import shorts
+
+
+def timed(comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int) -> float:
+    """Median over ``repeats`` of the slowest rank's time for one call (after one warm-up)."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        comm.Barrier()
+        start = time.perf_counter()
+        fn()
+        samples.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+    return float(statistics.median(samples))
+
+
+def one_process(comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int) -> float:
+    """``fn`` timed on rank 0 alone (the others wait); the median, known on every rank."""
+    median = 0.0
+    if comm.Get_rank() == 0:
+        fn()
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        median = statistics.median(samples)
+    return float(comm.bcast(median, 0))
+
+
+def raw_alltoall(comm: MPI.Intracomm, nbytes: int, repeats: int) -> float:
+    """One ``MPI_Alltoall`` of ``nbytes`` per rank from a contiguous buffer."""
+    p = comm.Get_size()
+    send = np.ones(nbytes // 8 // p * p)
+    recv = np.empty_like(send)
+    return timed(comm, lambda: comm.Alltoall(send, recv), repeats)
+
+
+def pfft_time(comm: MPI.Intracomm, n: int, real: bool, repeats: int) -> float | None:
+    """mpi4py-fft's ``PFFT`` forward transform on the slab decomposition, if installed."""
+    try:
+        from mpi4py_fft import PFFT, newDistArray
+    except ImportError:
+        return None
+    dtype = np.float64 if real else np.complex128
+    transform = PFFT(comm, (n, n, n), axes=(0, 1, 2), dtype=dtype, slab=True)
+    u = newDistArray(transform, False)
+    u[:] = 1.0
+    u_hat = newDistArray(transform, True)
+    seconds = timed(comm, lambda: transform.forward(u, u_hat, normalize=False), repeats)
+    transform.destroy()
+    return seconds
+
+
+def case(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, n: int, real: bool, repeats: int
+) -> dict[str, Any]:
+    rng = np.random.default_rng(n)
+    full = rng.standard_normal((n, n, n))
+    if not real:
+        full = full + 1j * rng.standard_normal((n, n, n))
+    transform = np.fft.rfftn if real else np.fft.fftn
+    a = dmesh.distribute(full, mesh, [Shard(0)])
+    ours = timed(comm, lambda: transform(a), repeats)
+    got = transform(a)
+    placements = got.placements
+    # The check, outside the timings: each rank compares its block with NumPy's.
+    expected = transform(full)
+    block = expected[got.spec.layout.slices(mesh.coordinate)]
+    error = float(np.max(np.abs(got.local - block)) / np.max(np.abs(expected)))
+    error = comm.allreduce(error, op=MPI.MAX)
+    del expected, block, got
+    numpy_s = one_process(comm, lambda: transform(full), repeats)
+    # The transpose alone, on the complex data it moves (rfftn moves the half spectrum).
+    shape = (n, n, n // 2 + 1) if real else (n, n, n)
+    moving = dmesh.zeros(shape, mesh=mesh, placements=[Shard(0)], dtype=np.complex128)
+    transpose = timed(comm, lambda: moving.redistribute(mesh, [Shard(1)]), repeats)
+    bare = raw_alltoall(comm, moving.local.nbytes, repeats)
+    pfft = pfft_time(comm, n, real, repeats)
+    kind = "rfftn f64" if real else "fftn c128"
+    return {
+        "case": f"{kind} {n}^3",
+        "placements": f"(S(0),) -> {shorts(placements)}",
+        "dmesh_s": ours,
+        "numpy_one_process_s": numpy_s,
+        "speedup_vs_numpy": numpy_s / ours,
+        "mpi4py_fft_s": pfft,
+        "transpose_s": transpose,
+        "raw_alltoall_s": bare,
+        "max_relative_error": error,
+    }
+
+
+def main() -> int:
+    comm = MPI.COMM_WORLD.Dup()
+    p, rank = comm.Get_size(), comm.Get_rank()
+    mesh = dmesh.init_mesh(comm=comm)
+    rows = [
+        case(comm, mesh, 128, real=False, repeats=5),
+        case(comm, mesh, 256, real=False, repeats=3),
+        case(comm, mesh, 128, real=True, repeats=5),
+    ]
+    have_pfft = rows[0]["mpi4py_fft_s"] is not None
+    if rank == 0:
+        print(f"distributed FFT at {p} ranks, 1-D mesh, slab decomposition")
+        print("(baseline: numpy.fft on one process, rank 0, same run)")
+        if not have_pfft:
+            print("mpi4py-fft not installed")
+        head = f"{'case':<16} {'dmesh':>10} {'numpy 1p':>10} {'speed-up':>8}"
+        head += f" {'transpose':>10} {'raw a2a':>10}"
+        head += f" {'mpi4py-fft':>10}" if have_pfft else ""
+        print(head + "  max rel. error")
+        for r in rows:
+            line = f"{r['case']:<16} {_fmt(r['dmesh_s']):>10} {_fmt(r['numpy_one_process_s']):>10}"
+            line += f" {r['speedup_vs_numpy']:>8.2f} {_fmt(r['transpose_s']):>10}"
+            line += f" {_fmt(r['raw_alltoall_s']):>10}"
+            line += f" {_fmt(r['mpi4py_fft_s']):>10}" if have_pfft else ""
+            print(f"{line}  {r['max_relative_error']:.1e}")
+        path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/fft.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        result = {"ranks": p, "mpi4py_fft": have_pfft, "rows": rows}
+        path.write_text(json.dumps(result, indent=1))
+    ok = all(r["max_relative_error"] < 1e-12 for r in rows)
+    mesh.close()
+    comm.Free()
+    return 0 if ok else 1
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.2f} s"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
