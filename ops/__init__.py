@@ -8,12 +8,12 @@ last in its ``__init__``: the one documented upward link, see
 
 from ops import kernels, rules
 from ops.dispatch import install
-from ops.kernels import argextreme, fft, scan, sort, take, views
+from ops.kernels import argextreme, fft, linalg, scan, sort, take, views
 from ops.registry import Call, Row, Rule, register, registered, rule_for
 
 install()
 
 __all__ = [
-    "Call", "Row", "Rule", "argextreme", "fft", "kernels", "register", "registered", "rule_for",
-    "rules", "scan", "sort", "take", "views",
+    "Call", "Row", "Rule", "argextreme", "fft", "kernels", "linalg", "register", "registered",
+    "rule_for", "rules", "scan", "sort", "take", "views",
 ]  # fmt: skip

@@ -21,6 +21,7 @@ BENCHMARKS = [
     ("bench_dispatch.py", 2),
     ("bench_halo.py", 2),
     ("bench_fft.py", 2),
+    ("bench_tsqr.py", 2),
 ]
 
 

@@ -13,8 +13,10 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
+from collectives.errors import UnsupportedError
 from dmesh import Partial, Replicate, Shard
-from helpers import assert_all
+from helpers import assert_all, assert_raises_all
+from ops.kernels.linalg import LOCAL_ONLY, REPLICATED_MATRIX
 from ops.kernels.scan import ACCUMULATING
 from ops.registry import _decompositions, registered
 from ops.rules.elementwise import UFUNCS
@@ -134,6 +136,14 @@ SAMPLES[np.unique] = [
 SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
 SAMPLES[np.std] = [((_M,), {"axis": 1})]
 SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
+_A = _sample_array("d", (9, 3), 6)  # np.linalg: a tall matrix (TSQR when its rows are sharded)
+SAMPLES[np.linalg.qr] = [((_A,), {}), ((_A,), {"mode": "r"}), ((_A + 1j * _A[::-1],), {})]
+SAMPLES[np.linalg.svd] = [((_A,), {"full_matrices": False}), ((_A,), {"compute_uv": False})]
+SAMPLES[np.linalg.lstsq] = [((_A, _A[:, 0] ** 2), {}), ((_A, _sample_array("d", (9, 2), 7)), {})]
+_P = _sample_array("d", (4, 4), 8) + 2 * np.eye(4)  # replicated only (sharded: an error)
+SAMPLES[np.linalg.solve] = [((_P, _A[:4]), {}), ((_P, _V), {})]
+for _f in LOCAL_ONLY:  # symmetric positive definite: every function applies
+    SAMPLES[_f] = [((_P @ _P.T,), {})]
 SAMPLES[np.take] = [  # a list index is replicated; an ndarray one becomes a DArray index
     ((_M, [3, 0, -1, 3]), {"axis": 0}),
     ((_M, np.array([[1, 3], [0, 0]])), {"axis": 1}),
@@ -153,6 +163,18 @@ SAMPLES[np.fft.fft2] = [((_M3,), {})]
 SAMPLES[np.fft.ifft2] = [((_Z,), {})]
 SAMPLES[np.fft.rfft2] = [((_M,), {})]
 SAMPLES[np.fft.irfft2] = [((_Z,), {"norm": "ortho"})]
+
+
+def _agrees(got: Any, expected: Any) -> bool:
+    """One item of a tuple result against NumPy's: floats to 1e-12, others exactly (collective)."""
+    if not isinstance(got, dmesh.DArray):  # e.g. lstsq's rank: the same value and type
+        return type(got) is type(expected) and bool(got == expected)
+    full = np.asarray(got.full_array())
+    if full.shape != np.shape(expected) or full.dtype != np.asarray(expected).dtype:
+        return False
+    if full.dtype.kind in "fc":
+        return bool(np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True))
+    return bool(np.array_equal(full, expected))
 
 
 def test_every_registered_op_has_samples() -> None:
@@ -209,11 +231,13 @@ def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: 
             for i in arrays:  # the first operand as chosen, the others replicated
                 p = first if i == arrays[0] else [Replicate()] * mesh.ndim
                 dist[i] = dmesh.distribute(args[i], mesh, p)
+            if key in REPLICATED_MATRIX and any(isinstance(p, Shard) for p in first):
+                # np.linalg functions that need their matrix whole: every rank refuses it
+                assert_raises_all(comm, UnsupportedError, func, *dist, **kwargs)
+                continue
             got = func(*dist, **kwargs)
             if isinstance(got, (tuple, list)) and got and isinstance(got[0], dmesh.DArray):
-                same = all(
-                    np.array_equal(g.full_array(), e) for g, e in zip(got, expected, strict=True)
-                )
+                same = all(_agrees(g, e) for g, e in zip(got, expected, strict=True))
                 assert_all(comm, same, f"{_key_name(key)}{first}")
                 continue
             if not isinstance(got, dmesh.DArray):  # a Python value every rank must agree on

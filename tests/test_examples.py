@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "example_darray.py",
         "examples/heat2d.py",
         "examples/spectral_poisson.py",
+        "examples/least_squares.py",
     ],
 )
 def test_example_runs_at_1_and_3_ranks(comm: MPI.Intracomm, script: str) -> None:
