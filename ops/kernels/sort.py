@@ -33,6 +33,7 @@ from dmesh.darray import DArray
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Replicate, Shard
 from dmesh.spec import DArraySpec
+from ops.kernels._host import on_host, to_device
 from ops.registry import decompose
 
 
@@ -84,7 +85,9 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: 
     """``np.sort`` of a DArray (collective when the axis is sharded); the result is balanced."""
     if order is not None or kwargs:
         raise UnsupportedError("np.sort on DArrays supports axis and kind only")
-    return _sort(a, axis, kind)
+    host, xp = on_host(a)
+    result: DArray = to_device(_sort(host, axis, kind), xp)
+    return result
 
 
 def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
@@ -114,11 +117,19 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwarg
     """``np.argsort`` of a DArray: global indices, always stable (collective when sharded)."""
     if order is not None or kwargs:
         raise UnsupportedError("np.argsort on DArrays supports axis and kind only")
-    return _sort(a, axis, "stable", want_indices=True)
+    host, xp = on_host(a)
+    result: DArray = to_device(_sort(host, axis, "stable", want_indices=True), xp)
+    return result
 
 
 @decompose(np.unique)
-def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+def unique(ar: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.unique`` of a DArray; see :func:`_unique` (device blocks are sorted on the host)."""
+    host, xp = on_host(ar)
+    return to_device(_unique(host, *args, **kwargs), xp)
+
+
+def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True,
            sorted: bool = True, **kwargs: Any) -> Any:  # fmt: skip
     """``np.unique`` of a DArray (``axis=None``): NumPy's results, as DArrays (collective).

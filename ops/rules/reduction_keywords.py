@@ -69,7 +69,8 @@ def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) ->
         source = a
         if not selects_all:
             fill = initial if func in (np.max, np.min) else _IDENTITY[func]
-            source = np.where(where, a, np.asarray(fill, dtype=a.dtype))
+            # A NumPy scalar of a's dtype: a 0-d ndarray would not mix with CuPy blocks.
+            source = np.where(where, a, np.dtype(a.dtype).type(fill))
         result = _reduce(func, source, initial if has_initial else np._NoValue, plain)
     if out is None:
         return result
@@ -101,7 +102,10 @@ def _masked_mean(
             np.float64 if kind.kind in "biu" else np.float32 if kind == np.float16 else kind
         )
     total = np.sum(
-        np.where(where, a, np.zeros((), a.dtype)), axis=axis, dtype=accumulate, keepdims=keepdims
+        np.where(where, a, np.dtype(a.dtype).type(0)),
+        axis=axis,
+        dtype=accumulate,
+        keepdims=keepdims,
     )
     selected = np.logical_and(np.logical_or(a == a, True), where)  # the mask at a's shape
     count = np.sum(selected, axis=axis, keepdims=keepdims)

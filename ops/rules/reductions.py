@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from collectives._device import array_module
 from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.placement import Partial, Replicate, Shard
 from ops.registry import Call, Row, register
@@ -171,6 +172,14 @@ def run(func: Any, blocks: list[Any], call: Call) -> Any:
             kwargs["initial"] = identity
         elif kind.kind == "b":
             kwargs["initial"] = family is np.min
+        if "initial" in kwargs and type(block) is not np.ndarray:
+            # CuPy's max/min take no initial=: an empty block is the identity.
+            identity = kwargs.pop("initial")
+            if any(block.shape[a] == 0 for a in axes):
+                kept = [1 if d in axes else n for d, n in enumerate(block.shape)]
+                if not keepdims:
+                    kept = [n for d, n in enumerate(kept) if d not in axes]
+                return array_module(block).full(tuple(kept), identity, dtype=kind)
     return family(block, **kwargs)
 
 
