@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_timing import alternating
 from mpi4py import MPI
 
 import dmesh
@@ -65,8 +66,7 @@ def main() -> int:
         ("a @ b (tiny, cached)", lambda: m @ v, lambda: lm @ lv),
     ]
     for name, ours, base in small:
-        ours_t = per_call(comm, ours, 2000)
-        base_t = per_call(comm, base, 2000)
+        ours_t, base_t = alternating(comm, [ours, base], calls=2000)
         ratio = ours_t / base_t
         rows.append({"case": name, "dmesh_s": ours_t, "baseline_s": base_t, "ratio": ratio})
 
@@ -74,8 +74,7 @@ def main() -> int:
     big = [dmesh.full((n,), float(i + 1), mesh=mesh) for i in range(3)]
     x, y, z = big
     lx, ly, lz = x.local, y.local, z.local
-    ours_t = per_call(comm, lambda: x * y + z, 5, repeats=7)
-    base_t = per_call(comm, lambda: lx * ly + lz, 5, repeats=7)
+    ours_t, base_t = alternating(comm, [lambda: x * y + z, lambda: lx * ly + lz], calls=3)
     rows.append({"case": "y = a*b + c (2e7 f64)", "dmesh_s": ours_t, "baseline_s": base_t,
                  "ratio": ours_t / base_t, "throughput_vs_numpy": base_t / ours_t})  # fmt: skip
 

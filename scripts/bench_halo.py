@@ -10,32 +10,15 @@ the async form (``async_op=True`` then ``wait()``) and a periodic exchange.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from bench_timing import alternating
 from mpi4py import MPI
 
 import dmesh
 from dmesh import Shard
-
-
-def per_call(
-    comm: MPI.Intracomm, fn: Callable[[], Any], calls: int = 20, repeats: int = 9
-) -> float:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        comm.Barrier()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append(comm.allreduce((time.perf_counter() - start) / calls, op=MPI.MAX))
-    return float(statistics.median(samples))
 
 
 def by_hand(comm: MPI.Intracomm, block: np.ndarray, periodic: bool) -> np.ndarray:
@@ -76,8 +59,8 @@ def main() -> int:
     ]
     rows = []
     for name, ours, periodic in cases:
-        ours_t = per_call(comm, ours)
-        base_t = per_call(comm, lambda periodic=periodic: by_hand(comm, block, periodic))
+        base = lambda periodic=periodic: by_hand(comm, block, periodic)  # noqa: E731
+        ours_t, base_t = alternating(comm, [ours, base], calls=10)
         rows.append({"case": name, "dmesh_s": ours_t, "mpi4py_s": base_t, "ratio": ours_t / base_t})
     if rank == 0:
         print(f"halo exchange of a {n}x{n} float64 field, Shard(0), width 1, at {p} ranks")

@@ -1,0 +1,39 @@
+"""Timing helpers shared by the benchmarks: alternating batches, slowest rank's time.
+
+Each case and its baseline are timed in alternating batches (ours, theirs,
+ours, ...) and the median batch is reported, so both see the same machine
+state: on the shared 2-core development machine, timing one after the other
+moved ratios by up to 30% between runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mpi4py import MPI
+
+
+def batch_time(comm: MPI.Intracomm, fn: Callable[[], Any], calls: int) -> float:
+    """Per-call seconds of ``calls`` calls of ``fn``, the slowest rank's (collective)."""
+    comm.Barrier()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = (time.perf_counter() - start) / calls
+    return float(comm.allreduce(elapsed, op=MPI.MAX))
+
+
+def alternating(
+    comm: MPI.Intracomm, fns: Sequence[Callable[[], Any]], calls: int, repeats: int = 15
+) -> list[float]:
+    """Median per-call time of each of ``fns`` over ``repeats`` alternating batches."""
+    for fn in fns:  # warm up: caches, communicators, page mappings
+        batch_time(comm, fn, calls)
+    series: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, times in zip(fns, series):
+            times.append(batch_time(comm, fn, calls))
+    return [statistics.median(times) for times in series]
