@@ -14,40 +14,18 @@ so its figure includes allocating the result.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_timing import alternating
 from mpi4py import MPI
 
 import collectives as C
 
 SIZES = {"8 el": 8, "64 KiB": 64 * 1024 // 8, "16 MiB": 16 * 1024 * 1024 // 8}
-
-
-def batch_time(comm: MPI.Intracomm, fn: Callable[[], Any], calls: int) -> float:
-    comm.Barrier()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = (time.perf_counter() - start) / calls
-    return float(comm.allreduce(elapsed, op=MPI.MAX))
-
-
-def compare(comm: MPI.Intracomm, fns: tuple[Callable[[], Any], ...], nbytes: int) -> list[float]:
-    """Median per-call time of each of ``fns``, measured in alternating batches."""
-    calls = max(4, min(2000, (4 << 20) // max(nbytes, 1)))
-    for fn in fns:  # warm up: caches, communicators, page mappings
-        batch_time(comm, fn, calls)
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(15):
-        for fn, series in zip(fns, times):
-            series.append(batch_time(comm, fn, calls))
-    return [statistics.median(series) for series in times]
 
 
 Case = tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]
@@ -102,7 +80,8 @@ def main() -> int:
     rows = []
     for label, n in SIZES.items():
         for name, fns in cases(comm, n).items():
-            ours_t, raw_t, alloc_t = compare(comm, fns, n * 8)
+            calls = max(4, min(2000, (4 << 20) // max(n * 8, 1)))
+            ours_t, raw_t, alloc_t = alternating(comm, fns, calls)
             rows.append(
                 {
                     "op": name,

@@ -17,14 +17,12 @@ Usage: ``mpiexec -n 2 python scripts/bench_fft.py [out.json]``
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_timing import median_time, one_rank_time
 from mpi4py import MPI
 
 import dmesh
@@ -32,38 +30,12 @@ from dmesh import Shard
 from dmesh.placement import shorts
 
 
-def timed(comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int) -> float:
-    """Median over ``repeats`` of the slowest rank's time for one call (after one warm-up)."""
-    fn()
-    samples = []
-    for _ in range(repeats):
-        comm.Barrier()
-        start = time.perf_counter()
-        fn()
-        samples.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
-    return float(statistics.median(samples))
-
-
-def one_process(comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int) -> float:
-    """``fn`` timed on rank 0 alone (the others wait); the median, known on every rank."""
-    median = 0.0
-    if comm.Get_rank() == 0:
-        fn()
-        samples = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        median = statistics.median(samples)
-    return float(comm.bcast(median, 0))
-
-
 def raw_alltoall(comm: MPI.Intracomm, nbytes: int, repeats: int) -> float:
     """One ``MPI_Alltoall`` of ``nbytes`` per rank from a contiguous buffer."""
     p = comm.Get_size()
     send = np.ones(nbytes // 8 // p * p)
     recv = np.empty_like(send)
-    return timed(comm, lambda: comm.Alltoall(send, recv), repeats)
+    return median_time(comm, lambda: comm.Alltoall(send, recv), repeats, warmup=True)
 
 
 def pfft_time(comm: MPI.Intracomm, n: int, real: bool, repeats: int) -> float | None:
@@ -77,7 +49,9 @@ def pfft_time(comm: MPI.Intracomm, n: int, real: bool, repeats: int) -> float | 
     u = newDistArray(transform, False)
     u[:] = 1.0
     u_hat = newDistArray(transform, True)
-    seconds = timed(comm, lambda: transform.forward(u, u_hat, normalize=False), repeats)
+    seconds = median_time(
+        comm, lambda: transform.forward(u, u_hat, normalize=False), repeats, warmup=True
+    )
     transform.destroy()
     return seconds
 
@@ -91,7 +65,7 @@ def case(
         full = full + 1j * rng.standard_normal((n, n, n))
     transform = np.fft.rfftn if real else np.fft.fftn
     a = dmesh.distribute(full, mesh, [Shard(0)])
-    ours = timed(comm, lambda: transform(a), repeats)
+    ours = median_time(comm, lambda: transform(a), repeats, warmup=True)
     got = transform(a)
     placements = got.placements
     # The check, outside the timings: each rank compares its block with NumPy's.
@@ -100,11 +74,13 @@ def case(
     error = float(np.max(np.abs(got.local - block)) / np.max(np.abs(expected)))
     error = comm.allreduce(error, op=MPI.MAX)
     del expected, block, got
-    numpy_s = one_process(comm, lambda: transform(full), repeats)
+    numpy_s = one_rank_time(comm, lambda: transform(full), repeats, warmup=True)
     # The transpose alone, on the complex data it moves (rfftn moves the half spectrum).
     shape = (n, n, n // 2 + 1) if real else (n, n, n)
     moving = dmesh.zeros(shape, mesh=mesh, placements=[Shard(0)], dtype=np.complex128)
-    transpose = timed(comm, lambda: moving.redistribute(mesh, [Shard(1)]), repeats)
+    transpose = median_time(
+        comm, lambda: moving.redistribute(mesh, [Shard(1)]), repeats, warmup=True
+    )
     bare = raw_alltoall(comm, moving.local.nbytes, repeats)
     pfft = pfft_time(comm, n, real, repeats)
     kind = "rfftn f64" if real else "fftn c128"

@@ -37,3 +37,38 @@ def alternating(
         for fn, times in zip(fns, series):
             times.append(batch_time(comm, fn, calls))
     return [statistics.median(times) for times in series]
+
+
+def median_time(
+    comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int, *, warmup: bool = False
+) -> float:
+    """Median over ``repeats`` of the slowest rank's time for one call of ``fn`` (collective)."""
+    if warmup:
+        fn()
+    samples = []
+    for _ in range(repeats):
+        comm.Barrier()
+        start = time.perf_counter()
+        fn()
+        samples.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+    return float(statistics.median(samples))
+
+
+def one_rank_time(
+    comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int = 1, *, warmup: bool = False
+) -> float:
+    """``fn`` timed on rank 0 alone while the others wait (a one-process baseline).
+
+    The median over ``repeats``, known on every rank (collective).
+    """
+    median = 0.0
+    if comm.Get_rank() == 0:
+        if warmup:
+            fn()
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        median = statistics.median(samples)
+    return float(comm.bcast(median, 0))

@@ -27,14 +27,13 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import json  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_timing import median_time, one_rank_time  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import dmesh  # noqa: E402
@@ -42,27 +41,6 @@ from dmesh import Shard  # noqa: E402
 from ops.kernels import linalg  # noqa: E402
 
 ROWS, COLS = 2_000_000, 32
-
-
-def timed(comm: MPI.Intracomm, fn: Callable[[], Any], repeats: int = 5) -> float:
-    """The median over ``repeats`` of the slowest rank's time of ``fn()``."""
-    samples = []
-    for _ in range(repeats):
-        comm.Barrier()
-        start = time.perf_counter()
-        fn()
-        samples.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
-    return float(statistics.median(samples))
-
-
-def on_rank0(comm: MPI.Intracomm, fn: Callable[[], Any]) -> float:
-    """The time of one ``fn()`` on rank 0 (the others wait), known to every rank."""
-    seconds = 0.0
-    if comm.Get_rank() == 0:
-        start = time.perf_counter()
-        fn()
-        seconds = time.perf_counter() - start
-    return float(comm.bcast(seconds, 0))
 
 
 def main() -> int:
@@ -92,8 +70,8 @@ def main() -> int:
         ),
     ]
     for name, ours, numpy_call in cases:
-        ours_t = timed(comm, ours)
-        base_t = on_rank0(comm, numpy_call)
+        ours_t = median_time(comm, ours, repeats=5)
+        base_t = one_rank_time(comm, numpy_call)
         speedup = base_t / ours_t
         rows.append({"case": name, "dmesh_s": ours_t, "numpy_s": base_t, "speedup": speedup})
     if rank == 0:  # the first check: dmesh's factors are NumPy's (signs included)
@@ -115,7 +93,7 @@ def main() -> int:
     if rank == 0:
         with dmesh.init_mesh(comm=MPI.COMM_SELF) as alone:
             whole = dmesh.from_local(full, alone, [Shard(0)], shape=full.shape)
-            one = timed(MPI.COMM_SELF, lambda: np.linalg.qr(whole), repeats=1)
+            one = median_time(MPI.COMM_SELF, lambda: np.linalg.qr(whole), repeats=1)
     one = comm.bcast(one, 0)
     numpy_qr = rows[0]["numpy_s"]
     rows.append({"case": "qr (reduced), dmesh on 1 rank", "dmesh_s": one, "numpy_s": numpy_qr,
@@ -127,7 +105,7 @@ def main() -> int:
     for strategy in ("tree", "gather"):
         linalg.COMBINE = strategy
         np.linalg.qr(small, mode="r")
-        combine[strategy] = timed(comm, lambda: np.linalg.qr(small, mode="r"), repeats=201)
+        combine[strategy] = median_time(comm, lambda: np.linalg.qr(small, mode="r"), repeats=201)
     linalg.COMBINE = "tree"
 
     if rank == 0:
