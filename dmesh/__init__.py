@@ -34,6 +34,7 @@ from dmesh.creation import (
 from dmesh.darray import DArray, redistribute
 from dmesh.halo import HaloExchange, halo
 from dmesh.mesh import DeviceMesh, init_mesh
+from dmesh.npy_io import load, save
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
 
@@ -69,12 +70,14 @@ __all__ = [
     "implicit_replication",
     "init_mesh",
     "linspace",
+    "load",
     "map_blocks",
     "map_overlap",
     "ones",
     "ones_like",
     "random",
     "redistribute",
+    "save",
     "zeros",
     "zeros_like",
 ]
