@@ -16,6 +16,7 @@ from collectives.errors import (
 from dmesh import random
 from dmesh.abstract_mesh import AbstractMesh
 from dmesh.block_maps import map_blocks, map_overlap
+from dmesh.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from dmesh.context import implicit_replication
 from dmesh.convert import distribute, from_local
 from dmesh.creation import (
@@ -48,6 +49,7 @@ __all__ = [
     "AbstractMesh",
     "ArgumentError",
     "ArgumentTypeError",
+    "CheckpointError",
     "CollectiveMismatchError",
     "DArray",
     "DArraySpec",
@@ -71,6 +73,7 @@ __all__ = [
     "init_mesh",
     "linspace",
     "load",
+    "load_checkpoint",
     "map_blocks",
     "map_overlap",
     "ones",
@@ -78,6 +81,7 @@ __all__ = [
     "random",
     "redistribute",
     "save",
+    "save_checkpoint",
     "zeros",
     "zeros_like",
 ]
