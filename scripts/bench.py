@@ -22,6 +22,7 @@ BENCHMARKS = [
     ("bench_halo.py", 2),
     ("bench_fft.py", 2),
     ("bench_tsqr.py", 2),
+    ("bench_io.py", 2),
 ]
 
 
