@@ -29,7 +29,7 @@ import numpy as np
 from mpi4py import MPI
 
 from collectives._device import is_device_array
-from collectives._dtypes import SUPPORTED_CODES, mpi_datatype
+from collectives._dtypes import SUPPORTED_CODES
 from collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, UnsupportedError
 from dmesh.convert import _on_device
 from dmesh.creation import _make_partial, _resolve
@@ -288,20 +288,23 @@ def _move(
     rank makes the calls the ``largest`` block needs, moving what it has; the
     rank given a ``label`` shows a progress bar.
     """
-    dtype = block.dtype
-    etype = mpi_datatype(dtype.newbyteorder("="))  # "native" datarep: bytes move unchanged
-    chunk = max(1, _CHUNK_BYTES // dtype.itemsize)
+    itemsize = block.dtype.itemsize
+    chunk = max(1, _CHUNK_BYTES // itemsize)
     calls = -(-largest // chunk)
     count = 0 if box is None else block.size
+    # The element as opaque bytes: the "native" representation converts nothing,
+    # and not every MPI library has a type for every dtype (Open MPI 4.1 has none
+    # for float16, whose view it refuses).
+    etype = MPI.BYTE.Create_contiguous(itemsize).Commit()
     filetype = None
-    if box is None or count == 0:  # any view, zero elements (subarray sizes must be >= 1)
-        fh.Set_view(offset, etype, etype, "native")
-    else:
-        displacement, filetype = _view(shape, box, etype)
-        fh.Set_view(offset + displacement * dtype.itemsize, etype, filetype or etype, "native")
     flat = block.reshape(-1)
     bar = _progress_bar(label, calls)
     try:
+        if box is None or count == 0:  # any view, zero elements (subarray sizes must be >= 1)
+            fh.Set_view(offset, etype, etype, "native")
+        else:
+            displacement, filetype = _view(shape, box, etype)
+            fh.Set_view(offset + displacement * itemsize, etype, filetype or etype, "native")
         for k in range(calls):
             start = min(k * chunk, count)
             stop = min(start + chunk, count)
@@ -309,6 +312,7 @@ def _move(
             if bar is not None:
                 bar.update(1)
     finally:
+        etype.Free()
         if filetype is not None:
             filetype.Free()
         if bar is not None:
