@@ -155,7 +155,7 @@ def save_checkpoint(
             # leaves the others waiting inside one.
             _agree(comm, error)
             try:
-                npy_io.save(temp / f"{name}.npy", a)
+                npy_io.save(temp / f"{name}.npy", a, sync=True)
             except Exception as exc:
                 error = exc
         _agree(comm, error)
