@@ -44,6 +44,9 @@ from dmesh.spec import DArraySpec
 # dispatch hook (dmesh/_hooks.py). The one upward import, allowed by name in
 # the import-linter contract.
 import ops  # noqa: F401
+from dmesh._abort import install as _install_abort_hook
+
+_install_abort_hook()  # an uncaught exception on any rank aborts the job
 
 __all__ = [
     "AbstractMesh",

@@ -71,14 +71,18 @@ def assert_raises_all(
     return caught
 
 
-def launch_job(script: str, ranks: int, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def launch_job(
+    script: str, ranks: int, timeout: float = 60, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``python script`` as a separate ``mpiexec -n ranks`` job; capture its output.
 
     Called by one rank of the test. The environment drops this job's process
-    manager variables so that the child job starts a manager of its own.
+    manager variables so that the child job starts a manager of its own;
+    ``extra_env`` is added to it.
     """
     mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
+    env.update(extra_env or {})
     return subprocess.run(
         [mpiexec, "-n", str(ranks), sys.executable, script],
         capture_output=True,
