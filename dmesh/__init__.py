@@ -38,6 +38,7 @@ from dmesh.mesh import DeviceMesh, init_mesh
 from dmesh.npy_io import load, save
 from dmesh.placement import Partial, Placement, Replicate, Shard
 from dmesh.spec import DArraySpec
+from dmesh.visualize import visualize
 
 # isort: split
 # Last, once dmesh is complete: ops registers its rules and installs the
@@ -85,6 +86,7 @@ __all__ = [
     "redistribute",
     "save",
     "save_checkpoint",
+    "visualize",
     "zeros",
     "zeros_like",
 ]
