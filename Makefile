@@ -32,6 +32,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) scripts/bench.py
 
 clean:

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_chart import draw
+
 from mpi_env import rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +35,7 @@ def main() -> int:
         cmd = [mpiexec, "-n", str(ranks), sys.executable, str(ROOT / "scripts" / script)]
         print(f"$ mpiexec -n {ranks} python scripts/{script}", flush=True)
         failed |= subprocess.run(cmd, env=rank_env(ranks), cwd=ROOT).returncode != 0
+    draw(ROOT / "build" / "bench", ROOT / "build" / "bench" / "bench.png")
     return int(failed)
 
 
