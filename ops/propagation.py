@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -48,9 +48,9 @@ class Decision:
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
-    @property
+    @cached_property
     def any_move(self) -> bool:
-        """Whether some operand must be redistributed."""
+        """Whether some operand must be redistributed (computed once: a hot path reads it)."""
         return any(self.moves)
 
     def result_spec(self, mesh: Any, dtype: np.dtype) -> DArraySpec:

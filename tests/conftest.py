@@ -9,11 +9,16 @@ failing ranks. Hypothesis draws the same examples on every rank
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from mpi4py import MPI
+
+BUILD = Path(__file__).resolve().parent.parent / "build"
 
 settings.register_profile(
     "mpi",
@@ -54,3 +59,18 @@ def comm() -> Iterator[MPI.Intracomm]:
         yield dup
     finally:
         dup.Free()
+
+
+@pytest.fixture
+def tmp(comm: MPI.Intracomm, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A directory every rank sees: made by rank 0 under build/, removed after the test."""
+    path = None
+    if comm.Get_rank() == 0:
+        BUILD.mkdir(exist_ok=True)
+        prefix = f"{request.module.__name__.replace('_', '-')}-"
+        path = tempfile.mkdtemp(prefix=prefix, dir=BUILD)
+    path = comm.bcast(path, 0)
+    yield Path(path)
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        shutil.rmtree(path)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ from dmesh import CheckpointError, Partial, Replicate, Shard, checkpoint
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
-BUILD = Path(__file__).resolve().parent.parent / "build"
 SAVE_SHAPE = (2, 2) if WORLD == 4 else (WORLD,)
 RNG = np.random.default_rng(11)
 # Uneven (7, 5, 3) and empty (0 rows) blocks on 2-4 ranks; a 0-d array; a
@@ -51,20 +48,6 @@ PLACEMENTS = {
         "empty": [Shard(0), Replicate()], "scalar": [Replicate(), Replicate()]},
 }  # fmt: skip
 METADATA = {"step": 7, "lr": 0.125, "tags": ["a", "b"], "nested": {"ok": True, "none": None}}
-
-
-@pytest.fixture
-def tmp(comm: MPI.Intracomm) -> Iterator[Path]:
-    """A directory every rank sees: made by rank 0 under build/, removed after the test."""
-    path = None
-    if comm.Get_rank() == 0:
-        BUILD.mkdir(exist_ok=True)
-        path = tempfile.mkdtemp(prefix="test-checkpoint-", dir=BUILD)
-    path = comm.bcast(path, 0)
-    yield Path(path)
-    comm.Barrier()
-    if comm.Get_rank() == 0:
-        shutil.rmtree(path)
 
 
 @pytest.fixture

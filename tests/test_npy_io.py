@@ -14,11 +14,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,7 +29,6 @@ from dmesh import Partial, Replicate, Shard, npy_io
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
-BUILD = Path(__file__).resolve().parent.parent / "build"
 # 7, 5 and 3 along the axes: uneven blocks on 2-4 ranks, empty ones on 4.
 DATA = np.random.default_rng(5).standard_normal((7, 5, 3))
 
@@ -49,20 +45,6 @@ PLACEMENTS = {
         [Partial("sum"), Shard(2)],
     ],
 }
-
-
-@pytest.fixture
-def tmp(comm: MPI.Intracomm) -> Iterator[Path]:
-    """A directory every rank sees: made by rank 0 under build/, removed after the test."""
-    path = None
-    if comm.Get_rank() == 0:
-        BUILD.mkdir(exist_ok=True)
-        path = tempfile.mkdtemp(prefix="test-npy-io-", dir=BUILD)
-    path = comm.bcast(path, 0)
-    yield Path(path)
-    comm.Barrier()
-    if comm.Get_rank() == 0:
-        shutil.rmtree(path)
 
 
 def same_bytes(actual: Any, expected: np.ndarray) -> bool:
