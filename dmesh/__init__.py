@@ -7,13 +7,16 @@ layout arithmetic. ``import dmesh`` creates no communicator and never imports
 CuPy.
 """
 
+import os as _os
+
+from collectives import _trace
 from collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
     CollectiveMismatchError,
     DMeshError,
 )
-from dmesh import random
+from dmesh import debug, random
 from dmesh.abstract_mesh import AbstractMesh
 from dmesh.block_maps import map_blocks, map_overlap
 from dmesh.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -44,10 +47,13 @@ from dmesh.visualize import visualize
 # Last, once dmesh is complete: ops registers its rules and installs the
 # dispatch hook (dmesh/_hooks.py). The one upward import, allowed by name in
 # the import-linter contract.
-import ops  # noqa: F401
+import ops
 from dmesh._abort import install as _install_abort_hook
 
 _install_abort_hook()  # an uncaught exception on any rank aborts the job
+# Debug tools report the first caller outside dmesh and ops (collectives/_trace.py).
+_trace.add_library_path(_os.path.dirname(__file__))
+_trace.add_library_path(_os.path.dirname(ops.__file__))
 
 __all__ = [
     "AbstractMesh",
@@ -65,6 +71,7 @@ __all__ = [
     "Replicate",
     "Shard",
     "arange",
+    "debug",
     "distribute",
     "empty",
     "empty_like",

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 import collectives as coll
+from collectives import _trace
 from collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
 from collectives._device import array_module, is_device_array
 from collectives._dtypes import check_dtype
@@ -87,6 +88,8 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
             header[:] = encode_header(array.shape, array.dtype)
         except Exception as exc:  # announced to every rank, then raised everywhere
             error, header[0] = exc, -1
+    if _trace.hooked:
+        _trace.direct("broadcast", comm, header.nbytes * (comm.Get_rank() == src), header.nbytes)
     comm.Bcast(header, src)
     if header[0] < 0:
         if error is not None:

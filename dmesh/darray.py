@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 import collectives as coll
+from collectives import _trace
 from collectives._device import array_module
 from collectives.errors import ArgumentError, UnsupportedError
 from collectives.reduce_ops import reduce_plan
 from dmesh import _elision, _hooks, indexing
 from dmesh.layout import Layout
 from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
-from dmesh.redistribution import plan_redistribution, run_steps
+from dmesh.redistribution import estimate_cost, plan_redistribution, run_steps
 from dmesh.spec import DArraySpec
 
-__all__ = ["DArray", "redistribute"]
+__all__ = ["DArray", "Redistribution", "redistribute"]
+
+
+class Redistribution(NamedTuple):
+    """A redistribution about to run, as debug tools are told of it (``dmesh.debug``)."""
+
+    source: DArraySpec
+    target: DArraySpec
+    steps: tuple[tuple[Any, ...], ...]  # the plan (see dmesh.redistribution)
+    cost: float  # estimated bytes per rank, latency included (estimate_cost)
 
 
 def redistribute(a: DArray, mesh: Any = None, placements: Any = None) -> DArray:
@@ -195,6 +205,9 @@ class DArray(NDArrayOperatorsMixin):
         if mesh is self.mesh and target == self._spec.layout:
             return DArray(self._local, spec)
         steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
+        if _trace.hooked:  # a debug tool watches: tell it what moves and the estimate
+            cost = estimate_cost(self._spec.layout, target, self.dtype.itemsize)
+            _trace.emit("redistribute", Redistribution(self._spec, spec, steps, cost))
         local = run_steps(self._local, steps, self.mesh, mesh)
         return DArray(local, spec)
 
@@ -230,7 +243,7 @@ class DArray(NDArrayOperatorsMixin):
             return self.full_array().item()  # (raises on a closed mesh)
         comm, plan = route  # type: ignore[misc]
         local = self._local
-        if type(local) is np.ndarray and local.flags.c_contiguous:
+        if type(local) is np.ndarray and local.flags.c_contiguous and not _trace.hooked:
             # The hot case, float(np.sum(a)): one MPI call on the partial terms.
             out = np.empty_like(local)
             comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)

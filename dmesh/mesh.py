@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from mpi4py import MPI
 
-from collectives import _lifecycle
+from collectives import _lifecycle, _trace
 from collectives.errors import ArgumentError, ArgumentTypeError, DMeshError
 from dmesh._device import bind_cuda, validate_device
 from dmesh.abstract_mesh import AbstractMesh
@@ -40,9 +40,11 @@ class _Family:
         self.derived: dict[tuple[str, tuple[int, ...]], DeviceMesh] = {}
         self.closed = False
 
-    def own(self, comm: MPI.Comm) -> MPI.Comm:
+    def own(self, comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> MPI.Comm:
+        """Keep ``comm`` to free it on close; ``name`` is how debug tools call it."""
         if comm != MPI.COMM_NULL:
             _lifecycle.track(comm)
+            _trace.name_group(comm, name, mesh_dim)
             self.owned.append(comm)
         return comm
 
@@ -54,7 +56,9 @@ class _Family:
         # Newest first: every member created these in the same order, so every
         # member frees them in the same order too.
         while self.owned:
-            _lifecycle.release(self.owned.pop())
+            comm = self.owned.pop()
+            _trace.forget_group(comm)
+            _lifecycle.release(comm)
 
 
 class DeviceMesh:
@@ -212,7 +216,7 @@ class DeviceMesh:
             cart = self._dim_comms[selected[0]]
         else:
             remain = [i in selected for i in range(self.ndim)]
-            cart = self._family.own(self._cart_comm().Sub(remain))
+            cart = self._family.own(self._cart_comm().Sub(remain), f"mesh dims {abstract.names}")
         sub = DeviceMesh(
             abstract=abstract,
             device=self._device,
@@ -247,7 +251,10 @@ class DeviceMesh:
             coordinate = None
         else:
             # reorder=False keeps the ranks, which are already row-major in the cart.
-            comm = self._family.own(self._cart_comm().Create_cart([n], [False], reorder=False))
+            comm = self._family.own(
+                self._cart_comm().Create_cart([n], [False], reorder=False),
+                f"flattened mesh {self.names}",
+            )
             coordinate = (int(np.ravel_multi_index(self._coordinate, self.shape)),)
         flat = DeviceMesh(
             abstract=AbstractMesh((n,), ("_".join(self.names),)),
@@ -380,14 +387,20 @@ def init_mesh(
     dim_comms: tuple[MPI.Comm, ...] = (MPI.COMM_NULL,) * ndim
     coordinate: tuple[int, ...] | None = None
     if new_cart != MPI.COMM_NULL:  # ranks beyond prod(shape) get COMM_NULL
-        cart = family.own(new_cart)
+        names = abstract.names
         coordinate = tuple(new_cart.Get_coords(new_cart.Get_rank()))
         # A 1-D mesh's only dimension is the whole mesh: no second communicator.
         if ndim == 1:
+            cart = family.own(new_cart, f"mesh dim 0 ({names[0]!r})", 0)
             dim_comms = (cart,)
         else:
-            remains = ([j == i for j in range(ndim)] for i in range(ndim))
-            dim_comms = tuple(family.own(new_cart.Sub(remain)) for remain in remains)
+            cart = family.own(new_cart, f"mesh {names}")
+            dim_comms = tuple(
+                family.own(
+                    new_cart.Sub([j == i for j in range(ndim)]), f"mesh dim {i} ({names[i]!r})", i
+                )
+                for i in range(ndim)
+            )
     return DeviceMesh(
         abstract=abstract,
         device=device,

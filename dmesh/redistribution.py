@@ -43,9 +43,19 @@ from collectives.errors import ArgumentError
 from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.placement import Partial, Placement, Replicate, Shard
 
-__all__ = ["Step", "partial_term", "plan_redistribution", "run_steps", "transfer"]
+__all__ = [
+    "Step",
+    "estimate_cost",
+    "partial_term",
+    "plan_redistribution",
+    "run_steps",
+    "transfer",
+]
 
 Step = tuple[Any, ...]
+
+LATENCY_BYTES = 10_000.0  # one message costs about as much as moving 10 kB
+LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not nothing
 
 
 # -- planning (pure) -------------------------------------------------------------
@@ -84,6 +94,38 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
         if isinstance(q, Partial) and mid.placements[m] != q:
             steps.append(("make_partial", m, q.op))
     return tuple(steps)
+
+
+def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
+    """What moving one array from ``src`` to ``dst`` costs, in bytes per rank (pure).
+
+    Each communicating step counts the bytes it moves per rank plus
+    ``LATENCY_BYTES`` for its messages; local steps count ``LOCAL_STEP``.
+    Propagation compares strategies with it and ``dmesh.debug.explain``
+    reports it.
+    """
+    if src == dst:
+        return 0.0
+    shards = math.prod(
+        src.mesh_shape[m] for m, p in enumerate(src.placements) if isinstance(p, Shard)
+    )
+    block = itemsize * math.prod(src.shape) / max(shards, 1)
+    cost = 0.0
+    for step in plan_redistribution(src, dst, True):
+        kind = step[0]
+        if kind in ("slice", "make_partial"):
+            cost += LOCAL_STEP
+            continue
+        k = src.mesh_shape[step[1]] if kind != "transfer" else 1
+        moved = {
+            "all_gather": block * (k - 1),
+            "all_reduce": 2 * block * (k - 1) / k,
+            "reduce_scatter": block * (k - 1) / k,
+            "all_to_all": block * (k - 1) / k,
+            "transfer": block,
+        }[kind]
+        cost += LATENCY_BYTES + moved
+    return cost
 
 
 def _set(layout: Layout, m: int, placement: Placement, cut: tuple[int, ...] | None) -> Layout:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from collectives import _trace
 from collectives.errors import ArgumentError, ArgumentTypeError, ShardingError, UnsupportedError
 from dmesh import _hooks
 from dmesh.context import implicit_replication_active
@@ -352,7 +353,51 @@ def _operands(
 
 
 def install() -> None:
-    """Connect DArray's NumPy protocols to this dispatcher (see ``dmesh._hooks``)."""
-    _hooks.dispatch_ufunc = dispatch_ufunc
-    _hooks.dispatch_function = dispatch_function
-    _hooks.dispatch_donated = dispatch_donated
+    """Connect DArray's NumPy protocols to this dispatcher (see ``dmesh._hooks``).
+
+    While a debug tool watches (``collectives._trace``), the hooks are the
+    ``_watched_*`` versions, which mark each call as an op for the records;
+    otherwise they are the dispatchers themselves, with no check on the way.
+    """
+    _trace.on_hook_change(_connect)
+
+
+def _connect(watched: bool) -> None:
+    if watched:
+        _hooks.dispatch_ufunc = _watched_ufunc
+        _hooks.dispatch_function = _watched_function
+        _hooks.dispatch_donated = _watched_donated
+    else:
+        _hooks.dispatch_ufunc = dispatch_ufunc
+        _hooks.dispatch_function = dispatch_function
+        _hooks.dispatch_donated = dispatch_donated
+
+
+def function_label(func: Any) -> str:
+    """``np.sum``, ``np.linalg.qr``, ``np.fft.fftn``: how a NumPy function is written."""
+    module = getattr(func, "__module__", None) or "numpy"
+    parts = module.split(".")
+    sub = parts[1] if parts[0] == "numpy" and len(parts) > 1 else ""
+    prefix = "np." if not sub or sub.startswith("_") else f"np.{sub}."
+    return prefix + getattr(func, "__name__", repr(func))
+
+
+def _watched_ufunc(
+    ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    label = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    with _trace.op_scope(label, inputs) as scope:
+        scope.result = dispatch_ufunc(ufunc, method, inputs, kwargs)
+    return scope.result
+
+
+def _watched_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    with _trace.op_scope(function_label(func), args) as scope:
+        scope.result = dispatch_function(func, types, args, kwargs)
+    return scope.result
+
+
+def _watched_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
+    with _trace.op_scope(f"np.{ufunc.__name__}", inputs) as scope:
+        scope.result = dispatch_donated(ufunc, inputs, donor)
+    return scope.result

@@ -13,7 +13,6 @@ the elements that differ. Decisions are cached by (rule, call, operand specs).
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -21,15 +20,12 @@ from typing import Any
 import numpy as np
 
 from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Placement, Shard
-from dmesh.redistribution import plan_redistribution
+from dmesh.placement import Placement
+from dmesh.redistribution import estimate_cost
 from dmesh.spec import DArraySpec
 from ops.registry import Call, Rule
 
 __all__ = ["Decision", "decide"]
-
-LATENCY_BYTES = 10_000.0  # one message costs about as much as moving 10 kB
-LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not nothing
 
 
 @dataclass(frozen=True)
@@ -148,23 +144,4 @@ def _move_cost(spec: DArraySpec, target: Layout) -> float:
     current = spec.layout
     if current == target:
         return 0.0
-    shards = math.prod(
-        current.mesh_shape[m] for m, p in enumerate(current.placements) if isinstance(p, Shard)
-    )
-    block = spec.dtype.itemsize * math.prod(current.shape) / max(shards, 1)
-    cost = 0.0
-    for step in plan_redistribution(current, target, True):
-        kind = step[0]
-        if kind in ("slice", "make_partial"):
-            cost += LOCAL_STEP
-            continue
-        k = current.mesh_shape[step[1]] if kind != "transfer" else 1
-        moved = {
-            "all_gather": block * (k - 1),
-            "all_reduce": 2 * block * (k - 1) / k,
-            "reduce_scatter": block * (k - 1) / k,
-            "all_to_all": block * (k - 1) / k,
-            "transfer": block,
-        }[kind]
-        cost += LATENCY_BYTES + moved
-    return cost
+    return estimate_cost(current, target, spec.dtype.itemsize)

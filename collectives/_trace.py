@@ -1,0 +1,512 @@
+"""Watching collective calls: the one hook the debug tools share.
+
+Every public collective begins with ``if _trace.hooked and not _trace.depth:``
+and, when that holds, runs through :func:`observe`. ``hooked`` is False
+unless something watches (a recorder such as ``dmesh.debug.CommMode``,
+checking mode, the hang watchdog), so an unwatched call pays one attribute
+read. Nested collectives (a header exchange inside ``all_gather``) are not
+observed again: ``depth`` counts the observed calls in progress.
+
+:func:`observe` does, in order, what is switched on:
+
+* **checking** (``DMESH_CHECK=1`` or ``dmesh.debug.checking()``): the ranks of
+  the communicator exchange a digest of (collective, dtype, the shape the
+  ranks must agree on, group size, caller); if they differ, every rank
+  gathers the descriptions and raises :class:`CollectiveMismatchError`
+  naming what each rank called, instead of pairing mismatched MPI calls.
+* **the hang watchdog** (``DMESH_HANG_TIMEOUT=seconds``): a daemon thread
+  that, when one collective has been blocked longer than that, prints which
+  collective and call site this rank is in and aborts the job.
+* **recorders**: after the call, each gets a :class:`CollectiveRecord`.
+
+Higher layers add context without importing upward: ``dmesh`` names mesh
+communicators (:func:`name_group`) and registers its package folders
+(:func:`add_library_path`) so that the caller is found outside them; ``ops``
+opens an :func:`op_scope` around each NumPy call on DArrays, swapping its
+dispatch hooks through :func:`on_hook_change` so the unwatched path carries
+no check at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from mpi4py import MPI
+
+from collectives.errors import ArgumentError, CollectiveMismatchError, DMeshError
+from collectives.group import resolve_group
+
+__all__ = [
+    "CollectiveRecord",
+    "OpScope",
+    "Recorder",
+    "add_library_path",
+    "add_recorder",
+    "checking_enabled",
+    "direct",
+    "emit",
+    "hooked",
+    "in_op_scope",
+    "name_group",
+    "observe",
+    "observe_list",
+    "on_hook_change",
+    "op_scope",
+    "remove_recorder",
+    "set_checking",
+]
+
+# Read on every collective call: keep them plain module globals.
+hooked = False
+depth = 0
+
+
+@dataclass(frozen=True)
+class CollectiveRecord:
+    """One observed collective call on this rank."""
+
+    collective: str  # "all_gather", ...
+    op: str  # the user-level call that caused it: "np.matmul", "DArray.redistribute", ...
+    group: str  # "mesh dim 0 ('x')", "COMM_WORLD", ...
+    group_size: int
+    mesh_dim: int | None  # the mesh dim whose communicator it ran on, if one
+    sent_bytes: int  # this rank's input buffers
+    received_bytes: int  # this rank's result buffers
+    shape: tuple[int, ...] | None  # this rank's input shape (None: no input, e.g. broadcast)
+    dtype: str | None
+    site: str  # "file.py:12 in main": the first frame outside dmesh's packages
+    async_op: bool = False
+
+
+@dataclass
+class OpScope:
+    """A user-level call in progress (a NumPy call on DArrays), with what happened inside."""
+
+    label: str
+    inputs: tuple[Any, ...]
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    result: Any = None
+
+
+class Recorder(Protocol):
+    """What :func:`add_recorder` accepts: it is told of collectives, ops and events."""
+
+    def collective(self, record: CollectiveRecord) -> None: ...
+
+    def op(self, scope: OpScope) -> None: ...
+
+    def event(self, kind: str, info: Any) -> None: ...
+
+
+_recorders: list[Recorder] = []
+_scopes: list[OpScope] = []
+_checking = 0  # > 0: checking mode on (nested enables count)
+_hook_listeners: list[Callable[[bool], None]] = []
+_library_paths: list[str] = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+_skipped_paths: list[str] = [
+    os.path.dirname(os.path.abspath(np.__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(inspect.__file__)) + os.sep + "contextlib.py",
+]
+_group_names: dict[int, tuple[str, int | None]] = {}
+
+
+# -- switching on and off ----------------------------------------------------------
+def _update_hooked() -> None:
+    global hooked
+    now = bool(_recorders) or _checking > 0 or _watchdog is not None
+    if now != hooked:
+        hooked = now
+        for listener in _hook_listeners:
+            listener(now)
+
+
+def on_hook_change(listener: Callable[[bool], None]) -> None:
+    """Call ``listener(hooked)`` now and whenever watching starts or stops."""
+    _hook_listeners.append(listener)
+    listener(hooked)
+
+
+def add_recorder(recorder: Recorder) -> None:
+    """Start telling ``recorder`` of collectives, ops and events (this rank only)."""
+    _recorders.append(recorder)
+    _update_hooked()
+
+
+def remove_recorder(recorder: Recorder) -> None:
+    """Stop telling ``recorder``."""
+    _recorders.remove(recorder)
+    _update_hooked()
+
+
+def set_checking(enabled: bool) -> None:
+    """Turn checking mode on (nests: each ``True`` needs its ``False``)."""
+    global _checking
+    _checking = _checking + 1 if enabled else max(_checking - 1, 0)
+    _update_hooked()
+
+
+def checking_enabled() -> bool:
+    """Whether collectives are checked for agreement before they run."""
+    return _checking > 0
+
+
+def add_library_path(folder: str) -> None:
+    """Treat frames in ``folder`` as library code when looking for the caller."""
+    path = os.path.abspath(folder) + os.sep
+    if path not in _library_paths:
+        _library_paths.append(path)
+
+
+def name_group(comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> None:
+    """Give ``comm`` a name for records and reports (a mesh dim's communicator)."""
+    if comm != MPI.COMM_NULL:
+        _group_names[comm.py2f()] = (name, mesh_dim)
+
+
+def forget_group(comm: MPI.Comm) -> None:
+    """Drop ``comm``'s name (before it is freed: handles are reused)."""
+    if comm != MPI.COMM_NULL:
+        _group_names.pop(comm.py2f(), None)
+
+
+# -- op scopes and events -------------------------------------------------------------
+@contextmanager
+def op_scope(label: str, inputs: tuple[Any, ...]) -> Iterator[OpScope]:
+    """Mark a user-level call: collectives and events inside are attributed to it.
+
+    Only the outermost scope is reported (a NumPy call made inside another's
+    implementation belongs to the outer one).
+    """
+    scope = OpScope(label, inputs)
+    _scopes.append(scope)
+    try:
+        yield scope
+    finally:
+        _scopes.pop()
+        if not _scopes:
+            for recorder in list(_recorders):
+                recorder.op(scope)
+
+
+def in_op_scope() -> bool:
+    """Whether a user-level op is in progress (its events are reported with it)."""
+    return bool(_scopes)
+
+
+def emit(kind: str, info: Any) -> None:
+    """Report an event (a redistribution) to the open scope and to the recorders."""
+    if _scopes:
+        _scopes[0].events.append((kind, info))
+    for recorder in list(_recorders):
+        recorder.event(kind, info)
+
+
+# -- the caller ------------------------------------------------------------------------
+def _qualname(code: Any) -> str:
+    return str(getattr(code, "co_qualname", code.co_name))  # co_qualname: Python 3.11+
+
+
+def _caller() -> tuple[str, str, str]:
+    """(site "file:line in function", the caller's file and function, outermost library call)."""
+    frame = sys._getframe(2)
+    library = ""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(tuple(_library_paths)):
+            library = _qualname(frame.f_code)
+            if "." not in library:  # a function: name its package (dmesh.halo)
+                package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+                library = f"{package}.{library}" if package else library
+        elif not filename.startswith(tuple(_skipped_paths)):
+            name = _qualname(frame.f_code)
+            where = f"{os.path.basename(filename)}:{frame.f_lineno} in {name}"
+            return where, f"{filename}:{name}", library
+        frame = frame.f_back  # type: ignore[assignment]
+    return "(no caller outside dmesh)", "", library
+
+
+# -- what a call is ------------------------------------------------------------------------
+# collective -> the name of the argument that is its group, and which input dims
+# may differ between ranks ("all": any; or the names of axis arguments).
+_FREE_DIMS: dict[str, tuple[str, ...]] = {
+    "all_reduce": (),
+    "reduce_scatter": (),
+    "all_reduce_coalesced": (),
+    "reduce_scatter_coalesced": (),
+    "all_gather": ("axis",),
+    "all_gather_coalesced": ("axis",),
+    "gather": ("axis",),
+    "all_to_all": ("split_axis", "concat_axis"),
+    "permute": ("all",),
+    "broadcast": ("all", "dtype"),  # only the source's input is read
+    "scatter": ("all", "dtype"),
+}
+_signatures: dict[Any, inspect.Signature] = {}
+
+
+@dataclass(frozen=True)
+class _Call:
+    name: str
+    comm: MPI.Comm
+    group: str
+    mesh_dim: int | None
+    shapes: tuple[tuple[int, ...], ...] | None
+    dtype: str | None
+    fingerprint: str
+    site: str
+    library: str
+    async_op: bool
+
+
+def _describe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+    """What this call is, or None when its arguments are invalid (the call itself says why)."""
+    signature = _signatures.get(fn)
+    if signature is None:
+        signature = _signatures[fn] = inspect.signature(fn)
+    try:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        comm = resolve_group(bound.arguments.get("group"))
+    except (TypeError, DMeshError):
+        return None
+    values = bound.arguments
+    inputs = values.get("xs", None) if "xs" in values else [values.get("x")]
+    arrays: list[Any] = [x for x in (inputs or []) if hasattr(x, "shape") and hasattr(x, "dtype")]
+    shapes = tuple(tuple(int(s) for s in x.shape) for x in arrays) if arrays else None
+    dtype = str(arrays[0].dtype) if arrays else None
+    free = _FREE_DIMS.get(name, ("all",))
+    agreed_shapes: Any = None if "all" in free else shapes
+    if agreed_shapes is not None and free:
+        axes = {int(values[a]) for a in free if isinstance(values.get(a), int)}
+        agreed_shapes = tuple(
+            tuple(-1 if i in axes or i - len(s) in axes else n for i, n in enumerate(s))
+            for s in agreed_shapes
+        )
+    agreed_dtype = None if "dtype" in free else dtype
+    site, caller, library = _caller()
+    group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
+    if group is None:
+        group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
+    fingerprint = repr((name, agreed_dtype, agreed_shapes, comm.Get_size(), caller))
+    return _Call(
+        name,
+        comm,
+        group,
+        mesh_dim,
+        shapes,
+        dtype,
+        fingerprint,
+        site,
+        library,
+        bool(values.get("async_op", False)),
+    )
+
+
+def _text(call: _Call) -> str:
+    shapes = "" if call.shapes is None else ", ".join(f"{call.dtype}{list(s)}" for s in call.shapes)
+    return f"{call.name}({shapes}) on {call.group} at {call.site}"
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    if value is None or not hasattr(value, "shape"):
+        return 0
+    return int(np.prod(value.shape, dtype=np.int64)) * int(np.dtype(value.dtype).itemsize)
+
+
+# -- checking ---------------------------------------------------------------------------------
+def _check(call: _Call) -> None:
+    """Compare ``call`` across its communicator; raise on every rank if they differ."""
+    comm = call.comm
+    digest = hashlib.blake2b(call.fingerprint.encode(), digest_size=8).digest()
+    mine = np.frombuffer(digest, dtype=np.int64).copy()
+    every = np.empty(comm.Get_size(), dtype=np.int64)
+    comm.Allgather([mine, MPI.INT64_T], [every, MPI.INT64_T])
+    if (every == every[0]).all():
+        return
+    texts = comm.allgather(_text(call))  # every rank is here: the digests reached all
+    lines = [f"  rank {r}: {t}" for r, t in enumerate(texts)]
+    raise CollectiveMismatchError(
+        f"the ranks of {call.group} ({comm.Get_size()} ranks) called different collectives "
+        "(checking mode, DMESH_CHECK); without it they would hang or exchange wrong data:\n"
+        + "\n".join(lines)
+        + "\nEvery rank must make the same collective calls in the same order; look for "
+        "a branch on the rank or on data that differs between ranks."
+    )
+
+
+# -- the watchdog ---------------------------------------------------------------------------
+class _Watchdog:
+    """A daemon thread that aborts the job when one collective blocks too long."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.current: tuple[str, float] | None = None
+        self.last = "none yet"
+        thread = threading.Thread(target=self._run, name="dmesh-hang-watchdog", daemon=True)
+        thread.start()
+
+    def _run(self) -> None:
+        period = min(max(self.timeout / 10, 0.05), 1.0)
+        while True:
+            time.sleep(period)
+            current = self.current
+            if current is None:
+                continue
+            text, started = current
+            waited = time.monotonic() - started
+            if waited < self.timeout:
+                continue
+            rank = MPI.COMM_WORLD.Get_rank()
+            sys.stderr.write(
+                f"[rank {rank}] dmesh hang watchdog: blocked for {waited:.1f} s "
+                f"(DMESH_HANG_TIMEOUT={self.timeout:g}) in {text}\n"
+                f"[rank {rank}] last completed collective: {self.last}\n"
+                f"[rank {rank}] aborting the job (MPI.COMM_WORLD.Abort)\n"
+            )
+            sys.stderr.flush()
+            # Let the other blocked ranks print theirs before the abort kills them.
+            time.sleep(min(self.timeout, 2.0))
+            MPI.COMM_WORLD.Abort(1)
+            os._exit(1)  # pragma: no cover - Abort does not return
+
+
+def _read_timeout() -> _Watchdog | None:
+    text = os.environ.get("DMESH_HANG_TIMEOUT", "").strip()
+    if not text:
+        return None
+    try:
+        timeout = float(text)
+    except ValueError:
+        timeout = -1.0
+    if not timeout > 0:
+        raise ArgumentError(
+            f"DMESH_HANG_TIMEOUT={text!r}: expected a number of seconds > 0; unset it to "
+            "turn the hang watchdog off"
+        )
+    return _Watchdog(timeout)
+
+
+def _read_check() -> int:
+    text = os.environ.get("DMESH_CHECK", "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return 0
+    if text in ("1", "true", "yes", "on"):
+        return 1
+    raise ArgumentError(f"DMESH_CHECK={text!r}: expected 1 (check collectives) or 0 (do not)")
+
+
+_watchdog = _read_timeout()
+_checking = _read_check()
+_update_hooked()
+
+
+# -- the observed call -------------------------------------------------------------------------
+def observe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run the collective ``fn(*args, **kwargs)`` with checking, watchdog and recorders.
+
+    The collectives call it with every argument by keyword (``args`` empty).
+    """
+    global depth
+    if name == "permute" and not isinstance(kwargs.get("pairs"), (list, tuple)):
+        with contextlib.suppress(TypeError):  # not iterable: the call says so
+            kwargs = {**kwargs, "pairs": list(kwargs["pairs"])}  # an iterator is read twice
+    call = _describe(name, fn, args, kwargs)
+    if call is None:  # invalid arguments: let the call raise its own error
+        depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            depth -= 1
+    if _checking > 0:
+        _check(call)
+    watchdog = _watchdog
+    if watchdog is not None:
+        watchdog.current = (_text(call), time.monotonic())
+    depth += 1
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        depth -= 1
+        if watchdog is not None:
+            watchdog.current = None
+    if watchdog is not None:
+        watchdog.last = _text(call)
+    if _recorders:
+        _record(call, _sent_bytes(name, kwargs, call.comm), _nbytes(result))
+    return result
+
+
+def observe_list(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """:func:`observe` of a coalesced collective (its result is a list)."""
+    result: list[Any] = observe(name, fn, args, kwargs)
+    return result
+
+
+def direct(name: str, comm: MPI.Comm, sent: int = 0, received: int = 0) -> None:
+    """Check and record a collective that dmesh makes through mpi4py itself.
+
+    Called just before the MPI call, when :data:`hooked` (checkpoint and
+    ``.npy`` agreement messages, MPI-IO reads and writes). The hang watchdog
+    does not see these calls.
+    """
+    if depth:
+        return
+    site, caller, library = _caller()
+    group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
+    if group is None:
+        group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
+    fingerprint = repr((name, None, None, comm.Get_size(), caller))
+    call = _Call(name, comm, group, mesh_dim, None, None, fingerprint, site, library, False)
+    if _checking > 0:
+        _check(call)
+    if _recorders:
+        _record(call, sent, received)
+
+
+def _sent_bytes(name: str, values: dict[str, Any], comm: MPI.Comm) -> int:
+    """Bytes of this rank's input that the collective sends."""
+    x = values.get("xs", values.get("x"))
+    if name == "permute":  # only a rank that is a source sends
+        rank = comm.Get_rank()
+        try:
+            sends = any(int(src) == rank for src, _ in values.get("pairs", ()))
+        except (TypeError, ValueError):
+            sends = False
+        return _nbytes(x) if sends else 0
+    if name in ("broadcast", "scatter"):  # only the source's input is read
+        return _nbytes(x) if values.get("src", 0) == comm.Get_rank() else 0
+    return _nbytes(x)
+
+
+def _record(call: _Call, sent: int, received: int) -> None:
+    op = _scopes[0].label if _scopes else call.library or f"collectives.{call.name}"
+    record = CollectiveRecord(
+        collective=call.name,
+        op=op,
+        group=call.group,
+        group_size=call.comm.Get_size(),
+        mesh_dim=call.mesh_dim,
+        sent_bytes=sent,
+        received_bytes=received,
+        shape=call.shapes[0] if call.shapes else None,
+        dtype=call.dtype,
+        site=call.site,
+        async_op=call.async_op,
+    )
+    if _scopes:
+        _scopes[0].events.append(("collective", record))
+    for recorder in list(_recorders):
+        recorder.collective(record)
