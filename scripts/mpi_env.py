@@ -1,5 +1,8 @@
 """Environment settings for running MPICH ranks, shared by tests, benchmarks and demos.
 
+``python scripts/mpi_env.py N command...`` runs ``command`` with the settings
+for N ranks (``make demo`` does).
+
 When more ranks run than there are cores, MPICH's waiting ranks busy-poll and
 steal the core of the rank doing the work. Measured on the 2-core dev machine
 (4 ranks, one rank multiplying matrices while three wait): 0.100 s of work
@@ -13,6 +16,7 @@ oversubscribed, since sleeping adds latency when every rank has its own core.
 from __future__ import annotations
 
 import os
+import sys
 
 OVERSUBSCRIBED = {
     "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
@@ -35,3 +39,9 @@ def rank_env(nranks: int, base: dict[str, str] | None = None) -> dict[str, str]:
         for key, value in OVERSUBSCRIBED.items():
             env.setdefault(key, value)
     return env
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
+        sys.exit("usage: python scripts/mpi_env.py NRANKS COMMAND [ARGS...]")
+    os.execvpe(sys.argv[2], sys.argv[2:], rank_env(int(sys.argv[1])))

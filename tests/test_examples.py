@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,30 @@ def test_example_runs_at_1_and_3_ranks(comm: MPI.Intracomm, script: str) -> None
                 ok = False
                 message += f"-n {ranks}: exit {child.returncode}\n{child.stdout}\n{child.stderr}\n"
     assert_all(comm, ok, message)
+
+
+def test_demo_runs_as_plain_python_and_at_3_ranks(
+    comm: MPI.Intracomm, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``python scripts/demo.py`` (one rank, no mpiexec) and an uneven (3, 1) mesh pass."""
+    if comm.Get_size() != 1:
+        pytest.skip("launches its own jobs; once is enough")
+    checkpoint = str(tmp_path_factory.mktemp("demo") / "checkpoint")
+    demo = str(ROOT / "scripts" / "demo.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
+    plain = subprocess.run(
+        [sys.executable, demo, "--checkpoint", checkpoint, "--steps", "40"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
+    )  # fmt: skip
+    ok = plain.returncode == 0 and "OK, matches NumPy" in plain.stdout
+    message = f"plain: exit {plain.returncode}\n{plain.stdout}\n{plain.stderr}\n"
+    script = tmp_path_factory.mktemp("demo3") / "run_demo.py"
+    script.write_text(
+        "import sys, runpy\n"
+        f"sys.argv = [{demo!r}, '--checkpoint', {checkpoint!r}, '--steps', '40']\n"
+        f"runpy.run_path({demo!r}, run_name='__main__')\n"
+    )
+    three = launch_job(str(script), 3, timeout=120)
+    ok = ok and three.returncode == 0 and "(3, 1) mesh" in three.stdout
+    message += f"-n 3: exit {three.returncode}\n{three.stdout}\n{three.stderr}"
+    assert_all(comm, ok and "OK, matches NumPy" in three.stdout, message)
