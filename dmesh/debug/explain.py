@@ -94,7 +94,8 @@ class Explanation:
         moved = sum(c.received_bytes for op in self.ops for c in op.collectives)
         count = sum(len(op.collectives) for op in self.ops)
         lines.append(
-            f"{len(self.ops)} op{'s' if len(self.ops) != 1 else ''}, {count} collectives, "
+            f"{len(self.ops)} op{'s' if len(self.ops) != 1 else ''}, "
+            f"{count} collective{'s' if count != 1 else ''}, "
             f"estimated redistribution cost {format_bytes(total)} per rank, "
             f"{format_bytes(moved)} received by this rank"
         )
