@@ -113,18 +113,22 @@ class AsyncArray:
     # -- metadata without waiting ------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """Shape of the result (known before it arrives)."""
         return self._shape
 
     @property
     def dtype(self) -> np.dtype:
+        """Dtype of the result (known before it arrives)."""
         return self._dtype
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions of the result."""
         return len(self._shape)
 
     @property
     def size(self) -> int:
+        """Number of elements of the result."""
         return math.prod(self._shape)
 
     def __len__(self) -> int:
@@ -149,6 +153,7 @@ class AsyncArray:
         return self.wait()[key]
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
+        """The result reshaped (waits for it), as ``numpy.ndarray.reshape``."""
         if order != "C":
             return self.wait().reshape(*shape, order=order)
         target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -158,6 +163,7 @@ class AsyncArray:
         return self._view("reshape", new_shape, new_shape)
 
     def transpose(self, *axes: Any) -> AsyncArray:
+        """The result with its axes permuted (waits for it), as ``numpy.transpose``."""
         order = (
             axes[0]
             if len(axes) == 1 and axes[0] is not None and not isinstance(axes[0], int)
@@ -169,6 +175,7 @@ class AsyncArray:
 
     @property
     def T(self) -> AsyncArray:
+        """The result transposed (waits for it)."""
         return self.transpose()
 
     # -- everything else waits ---------------------------------------------

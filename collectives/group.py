@@ -30,9 +30,13 @@ class MeshLike(Protocol):
     """What a mesh offers to collectives: its rank and per-dimension communicators."""
 
     @property
-    def ndim(self) -> int: ...
+    def ndim(self) -> int:
+        """Number of mesh dimensions."""
+        ...
 
-    def comm(self, mesh_dim: int | str | None = None) -> MPI.Comm: ...
+    def comm(self, mesh_dim: int | str | None = None) -> MPI.Comm:
+        """The communicator of one mesh dimension (``None``: the whole mesh)."""
+        ...
 
 
 Group = MPI.Comm | MeshLike | tuple[MeshLike, int | str] | Sequence[int] | None

@@ -110,30 +110,37 @@ class DArray(NDArrayOperatorsMixin):
     # -- description (local) ---------------------------------------------------
     @property
     def spec(self) -> DArraySpec:
+        """The global description: mesh, layout (placements, block boundaries), dtype."""
         return self._spec
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Shape of the global array."""
         return self._spec.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """Dtype of the array."""
         return self._spec.dtype
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions of the global array."""
         return self._spec.ndim
 
     @property
     def size(self) -> int:
+        """Number of elements of the global array."""
         return math.prod(self._spec.shape)
 
     @property
     def mesh(self) -> Any:
+        """The :class:`~dmesh.DeviceMesh` the blocks live on."""
         return self._spec.mesh
 
     @property
     def placements(self) -> tuple[Placement, ...]:
+        """One placement per mesh dimension (``Shard``, ``Replicate``, ``Partial``)."""
         return self._spec.placements
 
     @property
@@ -143,6 +150,7 @@ class DArray(NDArrayOperatorsMixin):
 
     @property
     def device(self) -> str:
+        """``"cpu"`` (NumPy blocks) or ``"cuda"`` (CuPy blocks), the mesh's device."""
         return str(self._spec.mesh.device)
 
     def to_local(self) -> Any:
@@ -274,40 +282,51 @@ class DArray(NDArrayOperatorsMixin):
 
     # NumPy's ndarray methods, each the same op as its np. function (dispatched).
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        """``np.sum(a, ...)``: a summed sharded axis gives a ``Partial`` result."""
         return np.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        """``np.prod(a, ...)``."""
         return np.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+        """``np.mean(a, ...)``."""
         return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def var(
         self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
     ) -> Any:
+        """``np.var(a, ...)``."""
         return np.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def std(
         self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
     ) -> Any:
+        """``np.std(a, ...)``."""
         return np.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.min(a, ...)``."""
         return np.min(self, axis=axis, keepdims=keepdims)
 
     def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.max(a, ...)``."""
         return np.max(self, axis=axis, keepdims=keepdims)
 
     def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.argmax(a, ...)``: global indices."""
         return np.argmax(self, axis=axis, keepdims=keepdims)
 
     def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.argmin(a, ...)``: global indices."""
         return np.argmin(self, axis=axis, keepdims=keepdims)
 
     def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.any(a, ...)``."""
         return np.any(self, axis=axis, keepdims=keepdims)
 
     def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """``np.all(a, ...)``."""
         return np.all(self, axis=axis, keepdims=keepdims)
 
     def reshape(self, *shape: Any, order: Any = "C") -> Any:
@@ -316,6 +335,7 @@ class DArray(NDArrayOperatorsMixin):
         return np.reshape(self, target, order=order)
 
     def ravel(self, order: Any = "C") -> Any:
+        """``np.ravel(a)``: the flattened array, in C order."""
         return np.ravel(self, order=order)
 
     def __getitem__(self, key: Any) -> DArray:
@@ -334,6 +354,7 @@ class DArray(NDArrayOperatorsMixin):
 
     @property
     def T(self) -> Any:
+        """``a.transpose()``: the axes reversed (placements follow their dims)."""
         return np.transpose(self)
 
     def tolist(self) -> Any:

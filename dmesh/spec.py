@@ -54,14 +54,17 @@ class DArraySpec:
 
     @property
     def placements(self) -> tuple[Placement, ...]:
+        """One placement per mesh dimension."""
         return self.layout.placements
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Shape of the global array."""
         return self.layout.shape
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions of the global array."""
         return len(self.layout.shape)
 
     def local_shape(self, coord: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -79,9 +82,11 @@ class DArraySpec:
         return self.layout.offsets(coord)
 
     def with_layout(self, layout: Layout) -> DArraySpec:
+        """The same array on the same mesh in another layout."""
         return DArraySpec(self.mesh, layout, self.dtype)
 
     def with_dtype(self, dtype: np.dtype) -> DArraySpec:
+        """The same layout with another dtype."""
         return DArraySpec(self.mesh, self.layout, np.dtype(dtype))
 
     def __repr__(self) -> str:

@@ -50,6 +50,7 @@ def einsum_rows(inputs: tuple[str, ...], output: str) -> list[Row]:
 def einsum_shape(
     inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]
 ) -> tuple[int, ...]:
+    """Output shape of an einsum with these subscripts and operand shapes."""
     sizes: dict[str, int] = {}
     for term, shape in zip(inputs, shapes):
         for letter, n in zip(term, shape):
@@ -61,6 +62,7 @@ def einsum_shape(
 
 
 def einsum_dims(inputs: tuple[str, ...], output: str) -> tuple[tuple[int | None, ...], ...]:
+    """For each operand, the output dim of each of its dims (None: contracted)."""
     return tuple(tuple(output.index(c) if c in output else None for c in term) for term in inputs)
 
 

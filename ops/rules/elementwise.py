@@ -76,6 +76,8 @@ def sharded_rows(call: Call) -> list[Row]:
 
 
 def elementwise_rows(func: np.ufunc) -> object:
+    """The rows function of an elementwise ufunc (sums and differences keep partials)."""
+
     def rows(call: Call) -> list[Row]:
         result = sharded_rows(call)
         n = len(call.shapes)

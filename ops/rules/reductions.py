@@ -105,6 +105,7 @@ def _axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
 
 
 def out_shape(call: Call) -> tuple[int, ...]:
+    """Shape of a reduction's result (axis and keepdims from the call)."""
     _, axes, keepdims, _ = call.static
     shape = call.shapes[0]
     return tuple(1 if d in axes else n for d, n in enumerate(shape) if keepdims or d not in axes)
@@ -123,6 +124,7 @@ def dim_map(call: Call) -> tuple[tuple[int | None, ...], ...]:
 
 
 def rows(call: Call) -> list[Row]:
+    """Sharding rows of a reduction: a reduced sharded dim becomes Partial."""
     func, axes, keepdims, _ = call.static
     op, keeps_partial = FAMILY[func]
     shape = call.shapes[0]
