@@ -65,6 +65,7 @@ __all__ = [
     "op_scope",
     "remove_recorder",
     "set_checking",
+    "wait_all",
 ]
 
 # Read on every collective call: keep them plain module globals.
@@ -510,3 +511,17 @@ def _record(call: _Call, sent: int, received: int) -> None:
         _scopes[0].events.append(("collective", record))
     for recorder in list(_recorders):
         recorder.collective(record)
+
+
+def wait_all(requests: list[MPI.Request]) -> None:
+    """``MPI.Request.Waitall(requests)``, watched by the hang watchdog when it runs."""
+    watchdog = _watchdog
+    if watchdog is None:
+        MPI.Request.Waitall(requests)
+        return
+    text = f"the wait for an async collective (AsyncArray) at {_caller()[0]}"
+    watchdog.current = (text, time.monotonic())
+    try:
+        MPI.Request.Waitall(requests)
+    finally:
+        watchdog.current = None

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from collectives import _trace
 from collectives._layout import resolve_shape
 
 __all__ = ["AsyncArray", "Pending"]
@@ -50,7 +51,7 @@ class Pending:
     def wait(self) -> tuple[Any, ...]:
         """Complete the requests (once) and return the results."""
         if self._results is None:
-            MPI.Request.Waitall(self._requests)
+            _trace.wait_all(self._requests)  # (watched by DMESH_HANG_TIMEOUT's watchdog)
             self._requests = []
             self._results = self._finish()
             self._keep = None

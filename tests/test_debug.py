@@ -334,3 +334,35 @@ def test_bad_settings_are_refused(comm, tmp_path_factory) -> None:
             and "DMESH_HANG_TIMEOUT='soon'" in child.stderr
         )
     assert_all(comm, ok, message)
+
+
+ASYNC_HANGING_JOB = textwrap.dedent(
+    """
+    import numpy as np
+    from mpi4py import MPI
+    import collectives as C
+
+    world = MPI.COMM_WORLD
+    if world.Get_rank() == 0:  # rank 1 never joins: rank 0 waits forever
+        pending = C.all_reduce(np.ones(4), "sum", world, async_op=True)
+        pending.wait()
+    """
+)
+
+
+def test_hang_watchdog_sees_a_blocked_async_wait(comm, tmp_path_factory) -> None:
+    ok, message = True, ""
+    if comm.Get_rank() == 0:
+        child, message, elapsed = _run_job(
+            tmp_path_factory, "hang_async.py", ASYNC_HANGING_JOB, 2, {"DMESH_HANG_TIMEOUT": "1"}
+        )
+        err = child.stderr if child else ""
+        ok = (
+            child is not None
+            and child.returncode != 0
+            and elapsed < 30
+            and "[rank 0] dmesh hang watchdog" in err
+            and "the wait for an async collective (AsyncArray) at hang_async.py" in err
+            and "last completed collective: all_reduce(float64[4])" in err
+        )
+    assert_all(comm, ok, message)
