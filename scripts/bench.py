@@ -1,7 +1,11 @@
 """``make bench``: run every benchmark under mpiexec and print its table.
 
 Benchmarks print ratios against a baseline measured in the same run (raw
-mpi4py, one-process NumPy); results also go to ``build/bench/*.json``.
+mpi4py, one-process NumPy); results also go to ``build/bench/*.json``. Then
+``bench_scaling.py``, which launches its own ``mpiexec`` job per rank count
+(1 up to the cores here), prints the strong-scaling table and writes
+``build/bench/scaling.json``; ``bench_chart.py`` draws ``bench.png`` and
+``scaling.png``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ def main() -> int:
         cmd = [mpiexec, "-n", str(ranks), sys.executable, str(ROOT / "scripts" / script)]
         print(f"$ mpiexec -n {ranks} python scripts/{script}", flush=True)
         failed |= subprocess.run(cmd, env=rank_env(ranks), cwd=ROOT).returncode != 0
+    # Strong scaling: several rank counts, so it starts its mpiexec jobs itself.
+    print("$ python scripts/bench_scaling.py", flush=True)
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench_scaling.py")]
+    failed |= subprocess.run(cmd, cwd=ROOT).returncode != 0
     draw(ROOT / "build" / "bench", ROOT / "build" / "bench" / "bench.png")
     return int(failed)
 

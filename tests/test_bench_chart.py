@@ -1,11 +1,14 @@
-"""scripts/bench_chart.py: the benchmark JSON rows become time ratios, drawn as a PNG."""
+"""scripts/bench_chart.py and bench_scaling.py: JSON rows become time ratios and scaling charts.
+
+Pure functions on hand-written numbers; no timing (that belongs in the
+benchmarks). Each rank draws into its own folder, so ranks never write one file.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from helpers import assert_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import bench_chart
+import bench_scaling
 
 DOCS = {
     "dispatch": {"rows": [{"case": "a + b", "ratio": 5.0}, {"case": "sum", "ratio": 1.5}]},
@@ -22,6 +26,31 @@ DOCS = {
     "fft": {"rows": [{"case": "fftn", "speedup_vs_numpy": 2.0}]},
     "collectives": {"rows": [{"op": "all_reduce", "size": "8 el", "ratio": 1.25}]},
 }
+
+# Per-rank-count runs as bench_scaling.py's mpiexec jobs write them (numbers chosen
+# so that the expected ratios are exact in binary floating point).
+RUNS = [
+    {"ranks": 2, "rows": [{"case": "matmul", "dmesh_s": 0.5}, {"case": "sum", "dmesh_s": 0.25}]},
+    {"ranks": 1, "rows": [{"case": "matmul", "dmesh_s": 1.0, "numpy_s": 1.0},
+                          {"case": "sum", "dmesh_s": 2.0, "numpy_s": 1.0}]},
+    {"ranks": 4, "rows": [{"case": "matmul", "dmesh_s": 0.5}, {"case": "sum", "dmesh_s": 0.125}]},
+]  # fmt: skip
+
+NEEDS_MATPLOTLIB = pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None, reason="matplotlib (the bench extra)"
+)
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def own_folder(tmp: Path, comm: MPI.Intracomm) -> Path:
+    """This rank's folder under the shared ``tmp``."""
+    path = tmp / f"rank{comm.Get_rank()}"
+    path.mkdir()
+    return path
+
+
+def is_png(path: Path) -> bool:
+    return path.exists() and path.read_bytes()[:8] == PNG
 
 
 def test_time_ratios(comm: MPI.Intracomm) -> None:
@@ -35,14 +64,84 @@ def test_time_ratios(comm: MPI.Intracomm) -> None:
     assert_all(comm, got == want, repr(got))
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("matplotlib") is None, reason="matplotlib (the bench extra)"
-)
-def test_draw_writes_a_png(comm: MPI.Intracomm) -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        for name, doc in DOCS.items():
-            (Path(directory) / f"{name}.json").write_text(json.dumps(doc))
-        output = Path(directory) / "chart.png"
-        drawn = bench_chart.draw(Path(directory), output)
-        ok = drawn and output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert_all(comm, ok, "no PNG drawn")
+def test_merge_speedup_and_efficiency(comm: MPI.Intracomm) -> None:
+    doc = bench_scaling.merge(RUNS)
+    got = [(r["case"], r["ranks"], r["time_s"], r["speedup"], r["efficiency"]) for r in doc["rows"]]
+    # speed-up = the 1-rank run's NumPy time / time at p; efficiency = speed-up / p.
+    want = [
+        ("matmul", 1, 1.0, 1.0, 1.0),
+        ("matmul", 2, 0.5, 2.0, 1.0),
+        ("matmul", 4, 0.5, 2.0, 0.5),
+        ("sum", 1, 2.0, 0.5, 0.5),
+        ("sum", 2, 0.25, 4.0, 2.0),
+        ("sum", 4, 0.125, 8.0, 2.0),
+    ]
+    ok = got == want and doc["ranks"] == [1, 2, 4]
+    ok = ok and all(r["numpy_s"] == 1.0 for r in doc["rows"])
+    assert_all(comm, ok, repr(got))
+
+
+def test_merge_needs_the_one_rank_baseline(comm: MPI.Intracomm) -> None:
+    try:
+        bench_scaling.merge(RUNS[:1])
+        message = "no error"
+    except ValueError as exc:
+        message = str(exc)
+    assert_all(comm, "include 1 in --ranks" in message, message)
+
+
+def test_table_lists_every_row(comm: MPI.Intracomm) -> None:
+    lines = bench_scaling.table(bench_scaling.merge(RUNS)).splitlines()
+    header = lines[0].split()
+    sum4 = next(line for line in lines if line.startswith("sum") and line.split()[1] == "4")
+    ok = header == ["case", "ranks", "time", "numpy", "1p", "speed-up", "efficiency"]
+    ok = ok and sum4.split()[-2:] == ["8.00", "2.00"] and "125.00 ms" in sum4
+    assert_all(comm, ok, "\n".join(lines))
+
+
+def test_default_ranks(comm: MPI.Intracomm) -> None:
+    got = [bench_scaling.default_ranks(c) for c in (1, 2, 6, 16)]
+    want = [[1], [1, 2], [1, 2, 4, 6], [1, 2, 4, 8, 16]]
+    assert_all(comm, got == want, repr(got))
+
+
+def test_scaling_series(comm: MPI.Intracomm) -> None:
+    got = bench_chart.scaling_series(bench_scaling.merge(RUNS))
+    want = {
+        "matmul": ([1, 2, 4], [1.0, 0.5, 0.5], 1.0),
+        "sum": ([1, 2, 4], [2.0, 0.25, 0.125], 1.0),
+    }
+    assert_all(comm, got == want, repr(got))
+
+
+@NEEDS_MATPLOTLIB
+def test_draw_writes_a_png(comm: MPI.Intracomm, tmp: Path) -> None:
+    """Ratios only (an older run, no scaling.json): bench.png and no scaling.png."""
+    folder = own_folder(tmp, comm)
+    for name, doc in DOCS.items():
+        (folder / f"{name}.json").write_text(json.dumps(doc))
+    drawn = bench_chart.draw(folder, folder / "chart.png")
+    ok = drawn and is_png(folder / "chart.png") and not (folder / "scaling.png").exists()
+    assert_all(comm, ok, "no PNG drawn, or a scaling chart without scaling results")
+
+
+@NEEDS_MATPLOTLIB
+def test_draw_scaling_beside_the_ratios(comm: MPI.Intracomm, tmp: Path) -> None:
+    folder = own_folder(tmp, comm)
+    for name, doc in DOCS.items():
+        (folder / f"{name}.json").write_text(json.dumps(doc))
+    (folder / "scaling.json").write_text(json.dumps(bench_scaling.merge(RUNS)))
+    drawn = bench_chart.draw(folder, folder / "bench.png")
+    ok = drawn and is_png(folder / "bench.png") and is_png(folder / "scaling.png")
+    # scaling.json's rows (they carry a speedup) are not drawn again as ratio bars.
+    ok = ok and sorted(bench_chart.ratio_results(folder)) == sorted(DOCS)
+    assert_all(comm, ok, "bench.png or scaling.png missing, or scaling drawn as ratios")
+
+
+@NEEDS_MATPLOTLIB
+def test_draw_scaling_alone(comm: MPI.Intracomm, tmp: Path) -> None:
+    folder = own_folder(tmp, comm)
+    (folder / "scaling.json").write_text(json.dumps(bench_scaling.merge(RUNS)))
+    drawn = bench_chart.draw(folder, folder / "bench.png")
+    ok = drawn and is_png(folder / "scaling.png") and not (folder / "bench.png").exists()
+    assert_all(comm, ok, "scaling.png not drawn from scaling.json alone")
