@@ -1,7 +1,7 @@
 """Watching collective calls: the one hook the debug tools share.
 
 Every public collective begins with ``if _trace.hooked and not _trace.depth:``
-and, when that holds, runs through :func:`observe`. ``hooked`` is False
+and, when that holds, runs through :func:`observe` with its ``locals()``. ``hooked`` is False
 unless something watches (a recorder such as ``dmesh.debug.CommMode``,
 checking mode, the hang watchdog), so an unwatched call pays one attribute
 read. Nested collectives (a header exchange inside ``all_gather``) are not
@@ -270,13 +270,13 @@ class _Call:
     async_op: bool
 
 
-def _describe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+def _describe(name: str, fn: Any, kwargs: dict[str, Any]) -> _Call | None:
     """What this call is, or None when its arguments are invalid (the call itself says why)."""
     signature = _signatures.get(fn)
     if signature is None:
         signature = _signatures[fn] = inspect.signature(fn)
     try:
-        bound = signature.bind(*args, **kwargs)
+        bound = signature.bind(**kwargs)
         bound.apply_defaults()
         comm = resolve_group(bound.arguments.get("group"))
     except (TypeError, DMeshError):
@@ -415,20 +415,22 @@ _update_hooked()
 
 
 # -- the observed call -------------------------------------------------------------------------
-def observe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run the collective ``fn(*args, **kwargs)`` with checking, watchdog and recorders.
+def observe(name: str, fn: Any, arguments: dict[str, Any]) -> Any:
+    """Run the collective ``fn(**arguments)`` with checking, watchdog and recorders.
 
-    The collectives call it with every argument by keyword (``args`` empty).
+    Called by each public collective with its ``locals()`` (its parameters,
+    at the top of the function) while a tool watches.
     """
     global depth
+    kwargs = dict(arguments)
     if name == "permute" and not isinstance(kwargs.get("pairs"), (list, tuple)):
         with contextlib.suppress(TypeError):  # not iterable: the call says so
-            kwargs = {**kwargs, "pairs": list(kwargs["pairs"])}  # an iterator is read twice
-    call = _describe(name, fn, args, kwargs)
+            kwargs["pairs"] = list(kwargs["pairs"])  # an iterator is read twice
+    call = _describe(name, fn, kwargs)
     if call is None:  # invalid arguments: let the call raise its own error
         depth += 1
         try:
-            return fn(*args, **kwargs)
+            return fn(**kwargs)
         finally:
             depth -= 1
     if _checking > 0:
@@ -438,7 +440,7 @@ def observe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         watchdog.current = (_text(call), time.monotonic())
     depth += 1
     try:
-        result = fn(*args, **kwargs)
+        result = fn(**kwargs)
     finally:
         depth -= 1
         if watchdog is not None:
@@ -450,9 +452,9 @@ def observe(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     return result
 
 
-def observe_list(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+def observe_list(name: str, fn: Any, arguments: dict[str, Any]) -> list[Any]:
     """:func:`observe` of a coalesced collective (its result is a list)."""
-    result: list[Any] = observe(name, fn, args, kwargs)
+    result: list[Any] = observe(name, fn, arguments)
     return result
 
 

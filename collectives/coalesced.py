@@ -79,12 +79,7 @@ def all_reduce_coalesced(
 ) -> list[Any]:
     """:func:`all_reduce` of each array of ``xs``, in one MPI call. Collective."""
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list(
-            "all_reduce_coalesced",
-            all_reduce_coalesced,
-            (),
-            {"xs": xs, "op": op, "group": group, "async_op": async_op},
-        )
+        return _trace.observe_list("all_reduce_coalesced", all_reduce_coalesced, locals())
     arrays = _as_arrays(xs, "all_reduce_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -126,12 +121,7 @@ def all_gather_coalesced(
     header first, which also checks the ranks agree. Collective.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list(
-            "all_gather_coalesced",
-            all_gather_coalesced,
-            (),
-            {"xs": xs, "axis": axis, "group": group, "async_op": async_op},
-        )
+        return _trace.observe_list("all_gather_coalesced", all_gather_coalesced, locals())
     arrays = _as_arrays(xs, "all_gather_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -212,12 +202,7 @@ def reduce_scatter_coalesced(
     Collective: every rank passes arrays of the same shapes and dtype.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list(
-            "reduce_scatter_coalesced",
-            reduce_scatter_coalesced,
-            (),
-            {"xs": xs, "op": op, "axis": axis, "group": group, "async_op": async_op},
-        )
+        return _trace.observe_list("reduce_scatter_coalesced", reduce_scatter_coalesced, locals())
     arrays = _as_arrays(xs, "reduce_scatter_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)

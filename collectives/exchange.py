@@ -82,21 +82,7 @@ def all_to_all(
     ranks choosing different MPI calls would hang, so the v-call is used.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "all_to_all",
-            all_to_all,
-            (),
-            {
-                "x": x,
-                "split_axis": split_axis,
-                "concat_axis": concat_axis,
-                "group": group,
-                "split_sizes": split_sizes,
-                "concat_sizes": concat_sizes,
-                "sizes_agree": sizes_agree,
-                "async_op": async_op,
-            },
-        )
+        return _trace.observe("all_to_all", all_to_all, locals())
     if (
         sizes_agree is True
         and type(x) is np.ndarray
@@ -263,18 +249,7 @@ def permute(
     passes the same ``pairs``. Collective over ``group``.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "permute",
-            permute,
-            (),
-            {
-                "x": x,
-                "pairs": pairs,
-                "group": group,
-                "recv_shape": recv_shape,
-                "async_op": async_op,
-            },
-        )
+        return _trace.observe("permute", permute, locals())
     x = as_array(x)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)

@@ -81,12 +81,7 @@ def all_gather(
     size exchange. 0-d inputs are stacked into a 1-D result. Collective.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "all_gather",
-            all_gather,
-            (),
-            {"x": x, "axis": axis, "group": group, "sizes": sizes, "async_op": async_op},
-        )
+        return _trace.observe("all_gather", all_gather, locals())
     if (
         type(x) is np.ndarray
         and axis == 0
@@ -165,19 +160,7 @@ def gather(
     Same rules as :func:`all_gather`. Collective.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "gather",
-            gather,
-            (),
-            {
-                "x": x,
-                "dst": dst,
-                "axis": axis,
-                "group": group,
-                "sizes": sizes,
-                "async_op": async_op,
-            },
-        )
+        return _trace.observe("gather", gather, locals())
     x, axis = _as_gatherable(x, axis)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -222,9 +205,7 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
     in the background. Collective.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "broadcast", broadcast, (), {"x": x, "src": src, "group": group, "async_op": async_op}
-        )
+        return _trace.observe("broadcast", broadcast, locals())
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     src = check_root(src, comm.Get_size(), "src")
@@ -295,19 +276,7 @@ def scatter(
     Collective.
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "scatter",
-            scatter,
-            (),
-            {
-                "x": x,
-                "src": src,
-                "axis": axis,
-                "group": group,
-                "sizes": sizes,
-                "async_op": async_op,
-            },
-        )
+        return _trace.observe("scatter", scatter, locals())
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     nranks = comm.Get_size()

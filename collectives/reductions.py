@@ -36,9 +36,7 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     ``async_op=True``).
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "all_reduce", all_reduce, (), {"x": x, "op": op, "group": group, "async_op": async_op}
-        )
+        return _trace.observe("all_reduce", all_reduce, locals())
     if (
         type(x) is np.ndarray
         and async_op is False
@@ -95,12 +93,7 @@ def reduce_scatter(
     and the same ``sizes``. Returns a new array (``AsyncArray`` if ``async_op``).
     """
     if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe(
-            "reduce_scatter",
-            reduce_scatter,
-            (),
-            {"x": x, "op": op, "axis": axis, "group": group, "sizes": sizes, "async_op": async_op},
-        )
+        return _trace.observe("reduce_scatter", reduce_scatter, locals())
     if (
         type(x) is np.ndarray
         and axis == 0

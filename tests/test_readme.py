@@ -28,6 +28,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,16 +194,9 @@ def test_readme_program_runs(
     script.write_text(block.text)
     monkeypatch.chdir(tmp_path)  # the job's working directory: files it writes land here
     where = f"README.md python block at line {block.line} (mpiexec -n {ranks})"
-    try:
-        child = launch_job(str(script), ranks, timeout=PROGRAM_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        ok, message = False, f"{where}: still running after {PROGRAM_TIMEOUT} s"
-    else:
-        ok = child.returncode == 0
-        message = (
-            f"{where}: exit {child.returncode}\n"
-            f"stdout:\n{_tail(child.stdout)}\nstderr:\n{_tail(child.stderr)}"
-        )
+    ok, message = _outcome(
+        where, PROGRAM_TIMEOUT, lambda: launch_job(str(script), ranks, timeout=PROGRAM_TIMEOUT)
+    )
     assert_all(comm, ok, message)
 
 
@@ -215,21 +209,31 @@ def test_readme_command_runs(comm: MPI.Intracomm, command: str) -> None:
     if reason is not None:
         pytest.skip(f"{without_comment(command)!r} is not run: {reason}")
     where = f"README.md command {command!r}"
-    try:
-        child = subprocess.run(
+    ok, message = _outcome(
+        where,
+        COMMAND_TIMEOUT,
+        lambda: subprocess.run(
             ["bash", "-c", command],
             cwd=ROOT,
             env=_user_env(),
             capture_output=True,
             text=True,
             timeout=COMMAND_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        ok, message = False, f"{where}: still running after {COMMAND_TIMEOUT} s"
-    else:
-        ok = child.returncode == 0
-        message = (
-            f"{where}: exit {child.returncode}\n"
-            f"stdout:\n{_tail(child.stdout)}\nstderr:\n{_tail(child.stderr)}"
-        )
+        ),
+    )
     assert_all(comm, ok, message)
+
+
+def _outcome(
+    where: str, timeout: float, run: Callable[[], subprocess.CompletedProcess[str]]
+) -> tuple[bool, str]:
+    """(exited 0, what to report) for one launched program or command."""
+    try:
+        child = run()
+    except subprocess.TimeoutExpired:
+        return False, f"{where}: still running after {timeout} s"
+    message = (
+        f"{where}: exit {child.returncode}\n"
+        f"stdout:\n{_tail(child.stdout)}\nstderr:\n{_tail(child.stderr)}"
+    )
+    return child.returncode == 0, message
