@@ -218,6 +218,25 @@ def _qualname(code: Any) -> str:
     return str(getattr(code, "co_qualname", code.co_name))  # co_qualname: Python 3.11+
 
 
+# How a special method is written by its caller: "DArray.__float__" -> "float(DArray)".
+_SPELLED = {
+    "__float__": "float({})",
+    "__int__": "int({})",
+    "__bool__": "bool({})",
+    "__complex__": "complex({})",
+    "__index__": "operator.index({})",
+    "__array__": "np.asarray({})",
+    "__getitem__": "{}[...]",
+    "__setitem__": "{}[...] = v",
+}
+
+
+def _spelled(qualname: str) -> str:
+    owner, _, method = qualname.rpartition(".")
+    form = _SPELLED.get(method)
+    return form.format(owner) if form is not None and owner else qualname
+
+
 def _caller() -> tuple[str, str, str]:
     """(site "file:line in function", the caller's file and function, outermost library call)."""
     frame = sys._getframe(2)
@@ -232,9 +251,9 @@ def _caller() -> tuple[str, str, str]:
         elif not filename.startswith(tuple(_skipped_paths)):
             name = _qualname(frame.f_code)
             where = f"{os.path.basename(filename)}:{frame.f_lineno} in {name}"
-            return where, f"{filename}:{name}", library
+            return where, f"{filename}:{name}", _spelled(library)
         frame = frame.f_back  # type: ignore[assignment]
-    return "(no caller outside dmesh)", "", library
+    return "(no caller outside dmesh)", "", _spelled(library)
 
 
 # -- what a call is ------------------------------------------------------------------------
