@@ -14,14 +14,15 @@ observed again: ``depth`` counts the observed calls in progress.
   ranks must agree on, group size, caller); if they differ, every rank
   gathers the descriptions and raises :class:`CollectiveMismatchError`
   naming what each rank called, instead of pairing mismatched MPI calls.
-* **the hang watchdog** (``DMESH_HANG_TIMEOUT=seconds``): a daemon thread
-  that, when one collective has been blocked longer than that, prints which
-  collective and call site this rank is in and aborts the job.
+* **the hang watchdog** (``DMESH_HANG_TIMEOUT=seconds``, ``collectives/_watchdog.py``):
+  a daemon thread that, when one collective has been blocked longer than
+  that, prints which collective and call site this rank is in and aborts.
 * **recorders**: after the call, each gets a :class:`CollectiveRecord`.
 
 Higher layers add context without importing upward: ``dmesh`` names mesh
 communicators (:func:`name_group`) and registers its package folders
-(:func:`add_library_path`) so that the caller is found outside them; ``ops``
+(:func:`add_library_path`) so that the caller is found outside them
+(``collectives/_callsite.py``); ``ops``
 opens an :func:`op_scope` around each NumPy call on DArrays, swapping its
 dispatch hooks through :func:`on_hook_change` so the unwatched path carries
 no check at all.
@@ -33,8 +34,6 @@ import contextlib
 import hashlib
 import inspect
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,6 +43,8 @@ from typing import Any, Protocol
 import numpy as np
 from mpi4py import MPI
 
+from collectives import _watchdog as _watchdog_module
+from collectives._callsite import add_library_path, find_caller
 from collectives.errors import ArgumentError, CollectiveMismatchError, DMeshError
 from collectives.group import resolve_group
 
@@ -114,11 +115,6 @@ _recorders: list[Recorder] = []
 _scopes: list[OpScope] = []
 _checking = 0  # > 0: checking mode on (nested enables count)
 _hook_listeners: list[Callable[[bool], None]] = []
-_library_paths: list[str] = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
-_skipped_paths: list[str] = [
-    os.path.dirname(os.path.abspath(np.__file__)) + os.sep,
-    os.path.dirname(os.path.abspath(inspect.__file__)) + os.sep + "contextlib.py",
-]
 _group_names: dict[int, tuple[str, int | None]] = {}
 
 
@@ -160,13 +156,6 @@ def set_checking(enabled: bool) -> None:
 def checking_enabled() -> bool:
     """Whether collectives are checked for agreement before they run."""
     return _checking > 0
-
-
-def add_library_path(folder: str) -> None:
-    """Treat frames in ``folder`` as library code when looking for the caller."""
-    path = os.path.abspath(folder) + os.sep
-    if path not in _library_paths:
-        _library_paths.append(path)
 
 
 def name_group(comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> None:
@@ -211,49 +200,6 @@ def emit(kind: str, info: Any) -> None:
         _scopes[0].events.append((kind, info))
     for recorder in list(_recorders):
         recorder.event(kind, info)
-
-
-# -- the caller ------------------------------------------------------------------------
-def _qualname(code: Any) -> str:
-    return str(getattr(code, "co_qualname", code.co_name))  # co_qualname: Python 3.11+
-
-
-# How a special method is written by its caller: "DArray.__float__" -> "float(DArray)".
-_SPELLED = {
-    "__float__": "float({})",
-    "__int__": "int({})",
-    "__bool__": "bool({})",
-    "__complex__": "complex({})",
-    "__index__": "operator.index({})",
-    "__array__": "np.asarray({})",
-    "__getitem__": "{}[...]",
-    "__setitem__": "{}[...] = v",
-}
-
-
-def _spelled(qualname: str) -> str:
-    owner, _, method = qualname.rpartition(".")
-    form = _SPELLED.get(method)
-    return form.format(owner) if form is not None and owner else qualname
-
-
-def _caller() -> tuple[str, str, str]:
-    """(site "file:line in function", the caller's file and function, outermost library call)."""
-    frame = sys._getframe(2)
-    library = ""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith(tuple(_library_paths)):
-            library = _qualname(frame.f_code)
-            if "." not in library:  # a function: name its package (dmesh.halo)
-                package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
-                library = f"{package}.{library}" if package else library
-        elif not filename.startswith(tuple(_skipped_paths)):
-            name = _qualname(frame.f_code)
-            where = f"{os.path.basename(filename)}:{frame.f_lineno} in {name}"
-            return where, f"{filename}:{name}", _spelled(library)
-        frame = frame.f_back  # type: ignore[assignment]
-    return "(no caller outside dmesh)", "", _spelled(library)
 
 
 # -- what a call is ------------------------------------------------------------------------
@@ -314,7 +260,7 @@ def _describe(name: str, fn: Any, kwargs: dict[str, Any]) -> _Call | None:
             for s in agreed_shapes
         )
     agreed_dtype = None if "dtype" in free else dtype
-    site, caller, library = _caller()
+    site, caller, library = find_caller()
     group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
     if group is None:
         group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
@@ -367,58 +313,6 @@ def _check(call: _Call) -> None:
     )
 
 
-# -- the watchdog ---------------------------------------------------------------------------
-class _Watchdog:
-    """A daemon thread that aborts the job when one collective blocks too long."""
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-        self.current: tuple[str, float] | None = None
-        self.last = "none yet"
-        thread = threading.Thread(target=self._run, name="dmesh-hang-watchdog", daemon=True)
-        thread.start()
-
-    def _run(self) -> None:
-        period = min(max(self.timeout / 10, 0.05), 1.0)
-        while True:
-            time.sleep(period)
-            current = self.current
-            if current is None:
-                continue
-            text, started = current
-            waited = time.monotonic() - started
-            if waited < self.timeout:
-                continue
-            rank = MPI.COMM_WORLD.Get_rank()
-            sys.stderr.write(
-                f"[rank {rank}] dmesh hang watchdog: blocked for {waited:.1f} s "
-                f"(DMESH_HANG_TIMEOUT={self.timeout:g}) in {text}\n"
-                f"[rank {rank}] last completed collective: {self.last}\n"
-                f"[rank {rank}] aborting the job (MPI.COMM_WORLD.Abort)\n"
-            )
-            sys.stderr.flush()
-            # Let the other blocked ranks print theirs before the abort kills them.
-            time.sleep(min(self.timeout, 2.0))
-            MPI.COMM_WORLD.Abort(1)
-            os._exit(1)  # pragma: no cover - Abort does not return
-
-
-def _read_timeout() -> _Watchdog | None:
-    text = os.environ.get("DMESH_HANG_TIMEOUT", "").strip()
-    if not text:
-        return None
-    try:
-        timeout = float(text)
-    except ValueError:
-        timeout = -1.0
-    if not timeout > 0:
-        raise ArgumentError(
-            f"DMESH_HANG_TIMEOUT={text!r}: expected a number of seconds > 0; unset it to "
-            "turn the hang watchdog off"
-        )
-    return _Watchdog(timeout)
-
-
 def _read_check() -> int:
     text = os.environ.get("DMESH_CHECK", "").strip().lower()
     if text in ("", "0", "false", "no", "off"):
@@ -428,7 +322,7 @@ def _read_check() -> int:
     raise ArgumentError(f"DMESH_CHECK={text!r}: expected 1 (check collectives) or 0 (do not)")
 
 
-_watchdog = _read_timeout()
+_watchdog = _watchdog_module.from_environment()
 _checking = _read_check()
 _update_hooked()
 
@@ -486,7 +380,7 @@ def direct(name: str, comm: MPI.Comm, sent: int = 0, received: int = 0) -> None:
     """
     if depth:
         return
-    site, caller, library = _caller()
+    site, caller, library = find_caller()
     group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
     if group is None:
         group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
@@ -540,7 +434,7 @@ def wait_all(requests: list[MPI.Request]) -> None:
     if watchdog is None:
         MPI.Request.Waitall(requests)
         return
-    text = f"the wait for an async collective (AsyncArray) at {_caller()[0]}"
+    text = f"the wait for an async collective (AsyncArray) at {find_caller()[0]}"
     watchdog.current = (text, time.monotonic())
     try:
         MPI.Request.Waitall(requests)
