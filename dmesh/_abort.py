@@ -3,8 +3,9 @@
 Without this, a rank that dies of an exception leaves the others blocked in
 their next collective until the job's time limit. :func:`install` (called when
 ``dmesh`` is imported) wraps ``sys.excepthook``: it prints the rank and the
-traceback to stderr, each line prefixed with ``[rank R]`` and flushed, then
-calls ``MPI.COMM_WORLD.Abort(1)``.
+traceback to stderr, each line prefixed with ``[rank R]`` and flushed, waits
+half a second for the launcher to forward it, then calls
+``MPI.COMM_WORLD.Abort(1)``.
 
 - Installed only when ``COMM_WORLD`` has more than one rank (a lone rank exits
   normally) and not when ``DMESH_ABORT_ON_ERROR=0`` (interactive use, where a
@@ -26,12 +27,14 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from types import TracebackType
 
 from mpi4py import MPI
 
 ENV_VAR = "DMESH_ABORT_ON_ERROR"
+ABORT_GRACE_SECONDS = 0.5
 
 
 def _mpi_usable() -> bool:
@@ -73,6 +76,10 @@ def install() -> None:
             finally:
                 _write("")
         if _mpi_usable():
+            # Let the launcher forward what was printed: MPI_Abort kills the
+            # job at once, and a CI run once saw a 3-rank job end with exit 1
+            # and an empty stderr, the traceback lost in MPICH's proxy.
+            time.sleep(ABORT_GRACE_SECONDS)
             MPI.COMM_WORLD.Abort(1)
 
     excepthook._dmesh_abort = True  # type: ignore[attr-defined]
