@@ -13,14 +13,12 @@ so its figure includes allocating the result.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_timing import alternating
+from bench_timing import alternating, write_results
 from mpi4py import MPI
 
 import collectives as C
@@ -104,9 +102,7 @@ def main() -> int:
                 f"{_fmt(r['mpi4py_s']):>10} {r['ratio']:>6.2f} "
                 f"{_fmt(r['mpi4py_new_output_s']):>11} {r['ratio_new_output']:>6.2f}"
             )
-        out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/collectives.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"ranks": comm.Get_size(), "rows": rows}, indent=1))
+        write_results("collectives", {"ranks": comm.Get_size(), "rows": rows})
     comm.Free()
     return 0
 

@@ -14,16 +14,14 @@ At 2 ranks (one BLAS thread per rank):
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_timing import alternating
+from bench_timing import alternating, write_results
 from mpi4py import MPI
 
 import dmesh
@@ -100,9 +98,7 @@ def main() -> int:
             extra = f"speed-up {r['speedup']:.2f}" if "speedup" in r else f"ratio {r['ratio']:.2f}"
             times = f"dmesh {_fmt(r['dmesh_s']):>10}  baseline {_fmt(r['baseline_s']):>10}"
             print(f"{r['case']:<28} {times}  {extra}")
-        path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/dispatch.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"ranks": p, "rows": rows}, indent=1))
+        write_results("dispatch", {"ranks": p, "rows": rows})
     mesh.close()
     comm.Free()
     return 0

@@ -16,13 +16,11 @@ Usage: ``mpiexec -n 2 python scripts/bench_fft.py [out.json]``
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_timing import median_time, one_rank_time
+from bench_timing import median_time, one_rank_time, write_results
 from mpi4py import MPI
 
 import dmesh
@@ -122,10 +120,7 @@ def main() -> int:
             line += f" {_fmt(r['raw_alltoall_s']):>10}"
             line += f" {_fmt(r['mpi4py_fft_s']):>10}" if have_pfft else ""
             print(f"{line}  {r['max_relative_error']:.1e}")
-        path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/fft.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        result = {"ranks": p, "mpi4py_fft": have_pfft, "rows": rows}
-        path.write_text(json.dumps(result, indent=1))
+        write_results("fft", {"ranks": p, "mpi4py_fft": have_pfft, "rows": rows})
     ok = all(r["max_relative_error"] < 1e-12 for r in rows)
     mesh.close()
     comm.Free()

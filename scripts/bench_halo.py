@@ -9,12 +9,10 @@ the async form (``async_op=True`` then ``wait()``) and a periodic exchange.
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
-from bench_timing import alternating
+from bench_timing import alternating, write_results
 from mpi4py import MPI
 
 import dmesh
@@ -68,9 +66,7 @@ def main() -> int:
         for r in rows:
             print(f"{r['case']:<22} dmesh {r['dmesh_s'] * 1e3:7.3f} ms  "
                   f"mpi4py {r['mpi4py_s'] * 1e3:7.3f} ms  ratio {r['ratio']:.2f}")  # fmt: skip
-        path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/halo.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"ranks": p, "rows": rows}, indent=1))
+        write_results("halo", {"ranks": p, "rows": rows})
     mesh.close()
     comm.Free()
     return 0

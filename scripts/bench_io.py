@@ -24,7 +24,6 @@ output). Results go to ``build/bench/io.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_timing import median_time, one_rank_time
+from bench_timing import median_time, one_rank_time, write_results
 from mpi4py import MPI
 
 import dmesh
@@ -176,10 +175,8 @@ def main() -> int:
                 line += f" {r['readinto_s']:.2f} s {size / GIB / r['readinto_s']:.2f} GiB/s"
             print(line)
         print("round trip bit-exact:", ok)
-        path = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build/bench/io.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
         result = {"ranks": p, "shape": shape, "cold_cache": cold, "rows": rows_out, "exact": ok}
-        path.write_text(json.dumps(result, indent=1))
+        write_results("io", result)
     mesh.close()
     comm.Free()
     return 0 if ok else 1

@@ -15,16 +15,15 @@ of the rank's local block.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_timing import write_results
 from mpi4py import MPI
 
 import dmesh
@@ -146,9 +145,7 @@ def main() -> int:
                 f"{r['ratio']:>6.2f} {r['peak_extra_blocks']:>10.2f}"
             )
             print(f"{'':<22} baselines: {others}")
-        out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/redistribute.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"ranks": p, "n": N, "rows": rows_out}, indent=1))
+        write_results("redistribute", {"ranks": p, "n": N, "rows": rows_out})
     mesh.close()
     comm.Free()
     return 0

@@ -8,12 +8,17 @@ moved ratios by up to 30% between runs.
 
 from __future__ import annotations
 
+import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from mpi4py import MPI
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def batch_time(comm: MPI.Intracomm, fn: Callable[[], Any], calls: int) -> float:
@@ -72,3 +77,11 @@ def one_rank_time(
             samples.append(time.perf_counter() - start)
         median = statistics.median(samples)
     return float(comm.bcast(median, 0))
+
+
+def write_results(name: str, result: dict[str, Any]) -> Path:
+    """Write ``result`` as JSON to the first argument, else to ``build/bench/<name>.json``."""
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "bench" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    return path

@@ -26,14 +26,12 @@ import os
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import json  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from bench_timing import median_time, one_rank_time  # noqa: E402
+from bench_timing import median_time, one_rank_time, write_results  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import dmesh  # noqa: E402
@@ -119,11 +117,9 @@ def main() -> int:
             f"qr(mode='r') of 64 x {COLS} per rank (the combine step): tree "
             f"{_fmt(combine['tree'])}, gather {_fmt(combine['gather'])}"
         )
-        path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/bench/tsqr.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
         result = {"ranks": p, "shape": [ROWS, COLS], "rows": rows, "errors": errors,
                   "combine_64_rows_s": combine}  # fmt: skip
-        path.write_text(json.dumps(result, indent=1))
+        write_results("tsqr", result)
     mesh.close()
     comm.Free()
     return 0
