@@ -17,24 +17,33 @@ Importing it raises glibc's mmap threshold so that large result arrays reuse
 heap memory (see ``collectives._memory``; ``DMESH_MALLOC_TUNING=0`` opts out).
 """
 
-from collectives._memory import tune_malloc
-from collectives.async_array import AsyncArray
-from collectives.coalesced import (
+if (
+    __name__ != "dmesh.collectives"
+):  # the repository's collectives/ folder, imported by its folder name
+    raise ImportError(
+        f"this is dmesh's collectives layer, imported as {__name__!r}; import it as "
+        "'dmesh.collectives' (the repository folder collectives/ installs as dmesh/collectives)"
+    )
+
+
+from dmesh.collectives._memory import tune_malloc
+from dmesh.collectives.async_array import AsyncArray
+from dmesh.collectives.coalesced import (
     all_gather_coalesced,
     all_reduce_coalesced,
     reduce_scatter_coalesced,
 )
-from collectives.errors import (
+from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
     CollectiveMismatchError,
     DMeshError,
 )
-from collectives.exchange import all_to_all, permute
-from collectives.gathers import all_gather, broadcast, gather, scatter
-from collectives.group import Group, MeshLike, resolve_group
-from collectives.reduce_ops import REDUCE_OPS
-from collectives.reductions import all_reduce, reduce_scatter
+from dmesh.collectives.exchange import all_to_all, permute
+from dmesh.collectives.gathers import all_gather, broadcast, gather, scatter
+from dmesh.collectives.group import Group, MeshLike, resolve_group
+from dmesh.collectives.reduce_ops import REDUCE_OPS
+from dmesh.collectives.reductions import all_reduce, reduce_scatter
 
 tune_malloc()
 

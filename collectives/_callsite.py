@@ -2,8 +2,9 @@
 
 Debug records and reports name the user's line (``prog.py:12 in main``), and
 the outermost library call on the way (``DArray.full_array``, ``dmesh.halo``)
-as the op when no NumPy call is in progress. ``dmesh`` and ``ops`` register
-their folders with :func:`add_library_path`; NumPy's frames are skipped.
+as the op when no NumPy call is in progress. ``dmesh`` registers its folder
+(``dmesh.ops`` and ``dmesh.collectives`` live inside it) with
+:func:`add_library_path`; NumPy's frames are skipped.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def find_caller() -> tuple[str, str, str]:
         filename = frame.f_code.co_filename
         if filename.startswith(tuple(_library_paths)):
             library = _qualname(frame.f_code)
-            if "." not in library:  # a function: name its package (dmesh.halo)
-                package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+            if "." not in library:  # a function: name the package users call it from
+                module = str(frame.f_globals.get("__name__", ""))
+                public = "dmesh.collectives" if module.startswith("dmesh.collectives.") else ""
+                package = public or module.partition(".")[0]  # dmesh.halo, dmesh.save
                 library = f"{package}.{library}" if package else library
         elif not filename.startswith(tuple(_skipped_paths)):
             name = _qualname(frame.f_code)

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives._device import array_module, is_device_array
-from collectives._dtypes import SUPPORTED_CODES, check_dtype, dtype_code, dtype_from_code
-from collectives.async_array import AsyncArray, Pending
-from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.async_array import AsyncArray, Pending
+from dmesh.collectives.device import array_module, is_device_array
+from dmesh.collectives.dtypes import SUPPORTED_CODES, check_dtype, dtype_code, dtype_from_code
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 
 MAX_DIMS = 64  # numpy.ndarray's dimension limit (NPY_MAXDIMS in NumPy 2)
 

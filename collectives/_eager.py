@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from collectives._dtypes import dtype_code, dtype_from_code
+from dmesh.collectives.dtypes import dtype_code, dtype_from_code
 
 EAGER_DIMS = 8
 # A slot's header: fits, dtype code, ndim, the array's shape and the piece's

@@ -1,7 +1,7 @@
 """The hang watchdog (``DMESH_HANG_TIMEOUT=seconds``): report a blocked collective, abort.
 
 A daemon thread per rank looks at the collective in progress (set by
-``collectives._trace`` around each watched call and ``AsyncArray.wait``).
+``dmesh.collectives.tracing`` around each watched call and ``AsyncArray.wait``).
 When one has been blocked longer than the timeout, the rank prints it, its
 call site and the last collective it completed, waits briefly so that the
 other blocked ranks print theirs, and aborts the job.
@@ -16,7 +16,7 @@ import time
 
 from mpi4py import MPI
 
-from collectives.errors import ArgumentError
+from dmesh.collectives.errors import ArgumentError
 
 __all__ = ["Watchdog", "from_environment"]
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._layout import resolve_shape
+from dmesh.collectives import tracing
+from dmesh.collectives.blocks import resolve_shape
 
 __all__ = ["AsyncArray", "Pending"]
 
@@ -51,7 +51,7 @@ class Pending:
     def wait(self) -> tuple[Any, ...]:
         """Complete the requests (once) and return the results."""
         if self._results is None:
-            _trace.wait_all(self._requests)  # (watched by DMESH_HANG_TIMEOUT's watchdog)
+            tracing.wait_all(self._requests)  # (watched by DMESH_HANG_TIMEOUT's watchdog)
             self._requests = []
             self._results = self._finish()
             self._keep = None

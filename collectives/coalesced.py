@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from collectives import _trace
-from collectives._common import (
+from dmesh.collectives import tracing
+from dmesh.collectives._common import (
     all_gather_headers,
     as_array,
     check_flag,
@@ -24,13 +24,13 @@ from collectives._common import (
     row_size,
     to_front,
 )
-from collectives._device import transport_for
-from collectives._dtypes import mpi_datatype
-from collectives._layout import balanced_sizes, normalize_axis, offsets_of
-from collectives.async_array import AsyncArray, Pending
-from collectives.errors import ArgumentError, ArgumentTypeError
-from collectives.group import Group, resolve_group
-from collectives.reduce_ops import reduce_plan
+from dmesh.collectives.async_array import AsyncArray, Pending
+from dmesh.collectives.blocks import balanced_sizes, normalize_axis, offsets_of
+from dmesh.collectives.device import transport_for
+from dmesh.collectives.dtypes import mpi_datatype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.group import Group, resolve_group
+from dmesh.collectives.reduce_ops import reduce_plan
 
 __all__ = ["all_gather_coalesced", "all_reduce_coalesced", "reduce_scatter_coalesced"]
 
@@ -78,8 +78,8 @@ def all_reduce_coalesced(
     xs: Sequence[Any], op: str = "sum", group: Group = None, *, async_op: bool = False
 ) -> list[Any]:
     """:func:`all_reduce` of each array of ``xs``, in one MPI call. Collective."""
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list("all_reduce_coalesced", all_reduce_coalesced, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe_list("all_reduce_coalesced", all_reduce_coalesced, locals())
     arrays = _as_arrays(xs, "all_reduce_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -120,8 +120,8 @@ def all_gather_coalesced(
     Lengths along ``axis`` may differ between ranks; they travel in one small
     header first, which also checks the ranks agree. Collective.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list("all_gather_coalesced", all_gather_coalesced, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe_list("all_gather_coalesced", all_gather_coalesced, locals())
     arrays = _as_arrays(xs, "all_gather_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -201,8 +201,8 @@ def reduce_scatter_coalesced(
 
     Collective: every rank passes arrays of the same shapes and dtype.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe_list("reduce_scatter_coalesced", reduce_scatter_coalesced, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe_list("reduce_scatter_coalesced", reduce_scatter_coalesced, locals())
     arrays = _as_arrays(xs, "reduce_scatter_coalesced")
     check_flag(async_op, "async_op")
     comm = resolve_group(group)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._common import (
+from dmesh.collectives import tracing
+from dmesh.collectives._common import (
     all_gather_headers,
     as_array,
     check_flag,
@@ -25,12 +25,12 @@ from collectives._common import (
     from_front,
     start_async,
 )
-from collectives._device import transport_for
-from collectives._dtypes import host_datatype, mpi_datatype
-from collectives._eager import all_to_all_slots
-from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
-from collectives.errors import ArgumentError, ArgumentTypeError
-from collectives.group import Group, resolve_group
+from dmesh.collectives._eager import all_to_all_slots
+from dmesh.collectives.blocks import balanced_sizes, check_sizes, normalize_axis, offsets_of
+from dmesh.collectives.device import transport_for
+from dmesh.collectives.dtypes import host_datatype, mpi_datatype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.group import Group, resolve_group
 
 __all__ = ["all_to_all", "permute"]
 
@@ -81,8 +81,8 @@ def all_to_all(
     are equal (rank 0 may send ``[1, 1]`` while rank 1 sends ``[1, 2]``), and
     ranks choosing different MPI calls would hang, so the v-call is used.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("all_to_all", all_to_all, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("all_to_all", all_to_all, locals())
     if (
         sizes_agree is True
         and type(x) is np.ndarray
@@ -248,8 +248,8 @@ def permute(
     rank's ``x.shape``); a rank that receives nothing gets ``None``. Every rank
     passes the same ``pairs``. Collective over ``group``.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("permute", permute, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("permute", permute, locals())
     x = as_array(x)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)

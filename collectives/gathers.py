@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._common import (
+from dmesh.collectives import tracing
+from dmesh.collectives._common import (
     MAX_DIMS,
     all_gather_headers,
     as_array,
@@ -35,12 +35,12 @@ from collectives._common import (
     start_async,
     to_front,
 )
-from collectives._device import is_device_array, transport_for, transport_for_device
-from collectives._dtypes import host_datatype, mpi_datatype
-from collectives._eager import all_gather_slots
-from collectives._layout import balanced_sizes, check_sizes, normalize_axis, offsets_of
-from collectives.errors import ArgumentError, ArgumentTypeError
-from collectives.group import Group, resolve_group
+from dmesh.collectives._eager import all_gather_slots
+from dmesh.collectives.blocks import balanced_sizes, check_sizes, normalize_axis, offsets_of
+from dmesh.collectives.device import is_device_array, transport_for, transport_for_device
+from dmesh.collectives.dtypes import host_datatype, mpi_datatype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.group import Group, resolve_group
 
 __all__ = ["all_gather", "broadcast", "gather", "scatter"]
 
@@ -80,8 +80,8 @@ def all_gather(
     agree). ``sizes`` (one length per rank, the same on every rank) skips the
     size exchange. 0-d inputs are stacked into a 1-D result. Collective.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("all_gather", all_gather, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("all_gather", all_gather, locals())
     if (
         type(x) is np.ndarray
         and axis == 0
@@ -159,8 +159,8 @@ def gather(
 
     Same rules as :func:`all_gather`. Collective.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("gather", gather, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("gather", gather, locals())
     x, axis = _as_gatherable(x, axis)
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
@@ -204,8 +204,8 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
     ``async_op`` the header is exchanged before returning and the data moves
     in the background. Collective.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("broadcast", broadcast, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("broadcast", broadcast, locals())
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     src = check_root(src, comm.Get_size(), "src")
@@ -275,8 +275,8 @@ def scatter(
     others may pass ``None``. The shapes travel in one small header first.
     Collective.
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("scatter", scatter, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("scatter", scatter, locals())
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     nranks = comm.Get_size()

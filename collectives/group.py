@@ -19,8 +19,8 @@ from typing import Protocol, runtime_checkable
 
 from mpi4py import MPI
 
-from collectives import _lifecycle
-from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives import lifecycle
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["Group", "MeshLike", "resolve_group"]
 
@@ -112,5 +112,5 @@ def _comm_of_ranks(ranks: tuple[int, ...]) -> MPI.Intracomm:
     sub_group.Free()
     world_group.Free()
     _rank_list_comms[ranks] = comm
-    _lifecycle.track(comm)
+    lifecycle.track(comm)
     return comm

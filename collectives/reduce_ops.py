@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives._dtypes import mpi_datatype
-from collectives.errors import ArgumentError, ArgumentTypeError, suggest
+from dmesh.collectives.dtypes import mpi_datatype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, suggest
 
 REDUCE_OPS: tuple[str, ...] = (
     "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor", "lxor",

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._common import (
+from dmesh.collectives import tracing
+from dmesh.collectives._common import (
     as_array,
     check_flag,
     complete,
@@ -17,12 +17,12 @@ from collectives._common import (
     start_async,
     to_front,
 )
-from collectives._device import transport_for
-from collectives._dtypes import mpi_datatype
-from collectives._layout import balanced_sizes, check_sizes, normalize_axis
-from collectives.errors import ArgumentError
-from collectives.group import Group, resolve_group
-from collectives.reduce_ops import known_plan, reduce_plan
+from dmesh.collectives.blocks import balanced_sizes, check_sizes, normalize_axis
+from dmesh.collectives.device import transport_for
+from dmesh.collectives.dtypes import mpi_datatype
+from dmesh.collectives.errors import ArgumentError
+from dmesh.collectives.group import Group, resolve_group
+from dmesh.collectives.reduce_ops import known_plan, reduce_plan
 
 __all__ = ["all_reduce", "reduce_scatter"]
 
@@ -35,8 +35,8 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     modified; a new array is returned (an :class:`AsyncArray` with
     ``async_op=True``).
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("all_reduce", all_reduce, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("all_reduce", all_reduce, locals())
     if (
         type(x) is np.ndarray
         and async_op is False
@@ -92,8 +92,8 @@ def reduce_scatter(
     rank. Collective: every rank passes an array of the same shape and dtype,
     and the same ``sizes``. Returns a new array (``AsyncArray`` if ``async_op``).
     """
-    if _trace.hooked and not _trace.depth:  # a debug tool watches (one read otherwise)
-        return _trace.observe("reduce_scatter", reduce_scatter, locals())
+    if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
+        return tracing.observe("reduce_scatter", reduce_scatter, locals())
     if (
         type(x) is np.ndarray
         and axis == 0

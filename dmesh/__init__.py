@@ -9,19 +9,20 @@ CuPy.
 
 import os as _os
 
-from collectives import _trace
-from collectives.errors import (
+from dmesh import debug, random
+from dmesh.block_maps import map_blocks, map_overlap
+from dmesh.collectives import tracing
+from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
     CollectiveMismatchError,
     DMeshError,
 )
-from dmesh import debug, random
-from dmesh.abstract_mesh import AbstractMesh
-from dmesh.block_maps import map_blocks, map_overlap
-from dmesh.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from dmesh.context import implicit_replication
 from dmesh.convert import distribute, from_local
+from dmesh.core.abstract_mesh import AbstractMesh
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.creation import (
     arange,
     empty,
@@ -36,24 +37,23 @@ from dmesh.creation import (
     zeros_like,
 )
 from dmesh.darray import DArray, redistribute
+from dmesh.debug.block_table import visualize
 from dmesh.halo import HaloExchange, halo
+from dmesh.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from dmesh.io.npy import load, save
 from dmesh.mesh import DeviceMesh, init_mesh
-from dmesh.npy_io import load, save
-from dmesh.placement import Partial, Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-from dmesh.visualize import visualize
 
 # isort: split
 # Last, once dmesh is complete: ops registers its rules and installs the
-# dispatch hook (dmesh/_hooks.py). The one upward import, allowed by name in
-# the import-linter contract.
-import ops
+# dispatch hook (dmesh/_hooks.py). The one upward import: the package's own
+# __init__ sits outside the layers of the import-linter contract.
+from dmesh import ops
 from dmesh._abort import install as _install_abort_hook
 
 _install_abort_hook()  # an uncaught exception on any rank aborts the job
-# Debug tools report the first caller outside dmesh and ops (collectives/_trace.py).
-_trace.add_library_path(_os.path.dirname(__file__))
-_trace.add_library_path(_os.path.dirname(ops.__file__))
+# Debug tools report the first caller outside dmesh and ops (collectives/tracing.py).
+tracing.add_library_path(_os.path.dirname(__file__))
+tracing.add_library_path(_os.path.dirname(ops.__file__))
 
 __all__ = [
     "AbstractMesh",

@@ -10,7 +10,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from collectives.errors import ArgumentError, ArgumentTypeError, suggest
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, suggest
 
 __all__ = ["DEVICES", "bind_cuda", "validate_device"]
 

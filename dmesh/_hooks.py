@@ -1,8 +1,9 @@
-"""The one upward link: how DArray reaches the op dispatcher without importing ``ops``.
+"""The one upward link: how DArray reaches the op layer without importing ``dmesh.ops``.
 
-``ops`` fills these in when it is imported (``dmesh/__init__.py`` imports it
-last), so ``dmesh`` never imports ``ops`` at module level and the layers stay
-``ops -> dmesh -> collectives``.
+``dmesh.ops`` fills these in when it is imported (``dmesh/__init__.py``
+imports it last), so no module of the middle layer imports ``dmesh.ops`` and
+the layers stay ``dmesh.ops -> dmesh -> dmesh.collectives``. NumPy's
+protocols, the arithmetic operators and ``a[key]`` all pass through here.
 """
 
 from __future__ import annotations
@@ -17,3 +18,7 @@ dispatch_function: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any] | 
 # (ufunc, inputs, index of the temporary operand whose block may hold the
 # result) -> result; installed by ops.dispatch (see dmesh._elision).
 dispatch_donated: Callable[[Any, tuple[Any, ...], int], Any] | None = None
+# (array, key) -> DArray; installed by dmesh.ops.indexing (``a[key]``).
+getitem: Callable[[Any, Any], Any] | None = None
+# (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).
+setitem: Callable[[Any, Any, Any], None] | None = None

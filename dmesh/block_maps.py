@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives.errors import ArgumentError, ArgumentTypeError, ShardingError
+import dmesh.collectives as coll
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, ShardingError
 from dmesh.convert import from_local
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.halo import halo, normalize_widths
-from dmesh.spec import DArraySpec
 
 __all__ = ["map_blocks", "map_overlap"]
 

@@ -6,19 +6,19 @@ from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives import _trace
-from collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
-from collectives._device import array_module, is_device_array
-from collectives._dtypes import check_dtype
-from collectives.errors import ArgumentError, ArgumentTypeError
+import dmesh.collectives as coll
+from dmesh.collectives import tracing
+from dmesh.collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
+from dmesh.collectives.device import array_module, is_device_array
+from dmesh.collectives.dtypes import check_dtype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.creation import _make_partial, _replicated_partials, _resolve, default_mesh
 from dmesh.darray import DArray
-from dmesh.layout import Layout, sharding_mesh_dims
 from dmesh.mesh import DeviceMesh
-from dmesh.placement import Shard
 from dmesh.redistribution import transfer
-from dmesh.spec import DArraySpec
 
 __all__ = ["distribute", "from_local"]
 
@@ -88,8 +88,8 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
             header[:] = encode_header(array.shape, array.dtype)
         except Exception as exc:  # announced to every rank, then raised everywhere
             error, header[0] = exc, -1
-    if _trace.hooked:
-        _trace.direct("broadcast", comm, header.nbytes * (comm.Get_rank() == src), header.nbytes)
+    if tracing.hooked:
+        tracing.direct("broadcast", comm, header.nbytes * (comm.Get_rank() == src), header.nbytes)
     comm.Bcast(header, src)
     if header[0] < 0:
         if error is not None:

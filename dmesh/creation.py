@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from collectives._dtypes import check_dtype
-from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.dtypes import check_dtype
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout
 from dmesh.mesh import DeviceMesh, init_mesh
-from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.redistribution import partial_term
-from dmesh.spec import DArraySpec
 
 __all__ = [
     "arange",

@@ -9,16 +9,17 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-import collectives as coll
-from collectives import _trace
-from collectives._device import array_module
-from collectives.errors import ArgumentError, UnsupportedError
-from collectives.reduce_ops import reduce_plan
-from dmesh import _elision, _hooks, indexing
-from dmesh.layout import Layout
-from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
-from dmesh.redistribution import estimate_cost, plan_redistribution, run_steps
-from dmesh.spec import DArraySpec
+import dmesh.collectives as coll
+from dmesh import _elision, _hooks
+from dmesh.collectives import tracing
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.reduce_ops import reduce_plan
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
+from dmesh.core.plan import estimate_cost, plan_redistribution
+from dmesh.core.spec import DArraySpec
+from dmesh.redistribution import run_steps
 
 __all__ = ["DArray", "Redistribution", "redistribute"]
 
@@ -213,9 +214,9 @@ class DArray(NDArrayOperatorsMixin):
         if mesh is self.mesh and target == self._spec.layout:
             return DArray(self._local, spec)
         steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
-        if _trace.hooked:  # a debug tool watches: tell it what moves and the estimate
+        if tracing.hooked:  # a debug tool watches: tell it what moves and the estimate
             cost = estimate_cost(self._spec.layout, target, self.dtype.itemsize)
-            _trace.emit("redistribute", Redistribution(self._spec, spec, steps, cost))
+            tracing.emit("redistribute", Redistribution(self._spec, spec, steps, cost))
         local = run_steps(self._local, steps, self.mesh, mesh)
         return DArray(local, spec)
 
@@ -251,7 +252,7 @@ class DArray(NDArrayOperatorsMixin):
             return self.full_array().item()  # (raises on a closed mesh)
         comm, plan = route  # type: ignore[misc]
         local = self._local
-        if type(local) is np.ndarray and local.flags.c_contiguous and not _trace.hooked:
+        if type(local) is np.ndarray and local.flags.c_contiguous and not tracing.hooked:
             # The hot case, float(np.sum(a)): one MPI call on the partial terms.
             out = np.empty_like(local)
             comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
@@ -339,12 +340,17 @@ class DArray(NDArrayOperatorsMixin):
         return np.ravel(self, order=order)
 
     def __getitem__(self, key: Any) -> DArray:
-        """Basic indexing (slices, ints, ``None``, ``...``); moves no data (see dmesh.indexing)."""
-        return indexing.getitem(self, key)
+        """Basic indexing moves no data; integer arrays are collective (``dmesh.ops.indexing``)."""
+        if _hooks.getitem is None:
+            raise UnsupportedError("indexing DArrays: the ops package is not loaded")
+        selected: DArray = _hooks.getitem(self, key)
+        return selected
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Assign a scalar, a replicated array or a DArray to a basic selection."""
-        indexing.setitem(self, key, value)
+        if _hooks.setitem is None:
+            raise UnsupportedError("indexing DArrays: the ops package is not loaded")
+        _hooks.setitem(self, key, value)
 
     def transpose(self, *axes: Any) -> Any:
         """The transposed array (a view of each block; no data moves)."""

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import collectives as coll
-from collectives._device import array_module
-from collectives.errors import ArgumentError, ArgumentTypeError
-from dmesh.layout import sharding_mesh_dims
+import dmesh.collectives as coll
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.core.layout import sharding_mesh_dims
 
 if TYPE_CHECKING:
     from dmesh.darray import DArray

@@ -14,7 +14,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from collectives._device import cuda_aware, cupy_module
+from dmesh.collectives.device import cuda_aware, cupy_module
 
 __all__ = ["main", "report"]
 

@@ -8,7 +8,7 @@ collective that only some ranks might reach.
 A mesh and everything derived from it (sub-meshes, flattened meshes) form one
 family whose communicators the root mesh owns: :meth:`DeviceMesh.close` on the
 root frees them all, and whatever is still open at exit is freed by
-``collectives._lifecycle`` before ``MPI_Finalize``. Nothing is freed in
+``dmesh.collectives.lifecycle`` before ``MPI_Finalize``. Nothing is freed in
 ``__del__``: freeing is collective, and garbage collection runs at different
 moments on different ranks.
 """
@@ -22,10 +22,10 @@ import numpy as np
 import numpy.typing as npt
 from mpi4py import MPI
 
-from collectives import _lifecycle, _trace
-from collectives.errors import ArgumentError, ArgumentTypeError, DMeshError
 from dmesh._device import bind_cuda, validate_device
-from dmesh.abstract_mesh import AbstractMesh
+from dmesh.collectives import lifecycle, tracing
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError
+from dmesh.core.abstract_mesh import AbstractMesh
 
 __all__ = ["DeviceMesh", "init_mesh"]
 
@@ -43,8 +43,8 @@ class _Family:
     def own(self, comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> MPI.Comm:
         """Keep ``comm`` to free it on close; ``name`` is how debug tools call it."""
         if comm != MPI.COMM_NULL:
-            _lifecycle.track(comm)
-            _trace.name_group(comm, name, mesh_dim)
+            lifecycle.track(comm)
+            tracing.name_group(comm, name, mesh_dim)
             self.owned.append(comm)
         return comm
 
@@ -57,8 +57,8 @@ class _Family:
         # member frees them in the same order too.
         while self.owned:
             comm = self.owned.pop()
-            _trace.forget_group(comm)
-            _lifecycle.release(comm)
+            tracing.forget_group(comm)
+            lifecycle.release(comm)
 
 
 class DeviceMesh:

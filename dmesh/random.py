@@ -2,7 +2,7 @@
 
 For a given seed, element ``i`` (flat C-order global index) of the n-th random
 array drawn is a pure function of ``(seed, n, i)`` (Philox4x32-10 with the
-index as counter, see ``dmesh._philox``): the global array is bit-for-bit the
+index as counter, see ``dmesh.core.philox``): the global array is bit-for-bit the
 same whatever the mesh shape, the rank count and the placements, and equals
 what one rank draws. Each rank computes only its block.
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentError, ArgumentTypeError
-from dmesh import _philox
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.core import philox as _philox
 from dmesh.creation import _build, _dtype, _shape, _xp_of
 from dmesh.darray import DArray
 

@@ -6,14 +6,22 @@ last in its ``__init__``: the one documented upward link, see
 ``dmesh/_hooks.py``).
 """
 
-from ops import kernels, rules
-from ops.dispatch import install
-from ops.kernels import argextreme, fft, linalg, scan, sort, take, views
-from ops.registry import Call, Row, Rule, register, registered, rule_for
+if __name__ != "dmesh.ops":  # the repository's ops/ folder, imported by its folder name
+    raise ImportError(
+        f"this is dmesh's ops layer, imported as {__name__!r}; import it as "
+        "'dmesh.ops' (the repository folder ops/ installs as dmesh/ops)"
+    )
+
+
+from dmesh.ops import indexing, kernels, rules
+from dmesh.ops.dispatch import install
+from dmesh.ops.kernels import argextreme, fft, linalg, scan, sort, take, views
+from dmesh.ops.registry import Call, Row, Rule, register, registered, rule_for
 
 install()
+indexing.install()
 
 __all__ = [
-    "Call", "Row", "Rule", "argextreme", "fft", "kernels", "linalg", "register", "registered",
-    "rule_for", "rules", "scan", "sort", "take", "views",
+    "Call", "Row", "Rule", "argextreme", "fft", "indexing", "kernels", "linalg", "register",
+    "registered", "rule_for", "rules", "scan", "sort", "take", "views",
 ]  # fmt: skip

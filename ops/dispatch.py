@@ -15,18 +15,23 @@ from typing import Any
 
 import numpy as np
 
-from collectives import _trace
-from collectives.errors import ArgumentError, ArgumentTypeError, ShardingError, UnsupportedError
 from dmesh import _hooks
+from dmesh.collectives import tracing
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ShardingError,
+    UnsupportedError,
+)
 from dmesh.context import implicit_replication_active
 from dmesh.convert import distribute
+from dmesh.core.placement import Replicate, shorts
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.placement import Replicate, shorts
-from dmesh.spec import DArraySpec
-from ops.propagation import Decision, decide
-from ops.registry import Call, Rule, decomposition_for, keyword_form_for, rule_for
-from ops.rules.elementwise import broadcast_shape, sharded_rows
-from ops.rules.reductions import UFUNC_REDUCE
+from dmesh.ops.propagation import Decision, decide
+from dmesh.ops.registry import Call, Rule, decomposition_for, keyword_form_for, rule_for
+from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
+from dmesh.ops.rules.reductions import UFUNC_REDUCE
 
 __all__ = ["dispatch_donated", "dispatch_function", "dispatch_ufunc", "install"]
 
@@ -355,11 +360,11 @@ def _operands(
 def install() -> None:
     """Connect DArray's NumPy protocols to this dispatcher (see ``dmesh._hooks``).
 
-    While a debug tool watches (``collectives._trace``), the hooks are the
+    While a debug tool watches (``dmesh.collectives.tracing``), the hooks are the
     ``_watched_*`` versions, which mark each call as an op for the records;
     otherwise they are the dispatchers themselves, with no check on the way.
     """
-    _trace.on_hook_change(_connect)
+    tracing.on_hook_change(_connect)
 
 
 def _connect(watched: bool) -> None:
@@ -386,18 +391,18 @@ def _watched_ufunc(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     label = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    with _trace.op_scope(label, inputs) as scope:
+    with tracing.op_scope(label, inputs) as scope:
         scope.result = dispatch_ufunc(ufunc, method, inputs, kwargs)
     return scope.result
 
 
 def _watched_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    with _trace.op_scope(function_label(func), args) as scope:
+    with tracing.op_scope(function_label(func), args) as scope:
         scope.result = dispatch_function(func, types, args, kwargs)
     return scope.result
 
 
 def _watched_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
-    with _trace.op_scope(f"np.{ufunc.__name__}", inputs) as scope:
+    with tracing.op_scope(f"np.{ufunc.__name__}", inputs) as scope:
         scope.result = dispatch_donated(ufunc, inputs, donor)
     return scope.result

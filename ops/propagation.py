@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Placement
-from dmesh.redistribution import estimate_cost
-from dmesh.spec import DArraySpec
-from ops.registry import Call, Rule
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Placement
+from dmesh.core.plan import estimate_cost
+from dmesh.core.spec import DArraySpec
+from dmesh.ops.registry import Call, Rule
 
 __all__ = ["Decision", "decide"]
 

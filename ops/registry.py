@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectives.errors import ArgumentError
-from dmesh.placement import Placement
+from dmesh.collectives.errors import ArgumentError
+from dmesh.core.placement import Placement
 
 __all__ = ["Call", "Row", "Rule", "register", "rule_for"]
 

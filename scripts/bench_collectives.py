@@ -21,7 +21,7 @@ import numpy as np
 from bench_timing import alternating, write_results
 from mpi4py import MPI
 
-import collectives as C
+import dmesh.collectives as C
 
 SIZES = {"8 el": 8, "64 KiB": 64 * 1024 // 8, "16 MiB": 16 * 1024 * 1024 // 8}
 

@@ -25,7 +25,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Shard
-from dmesh.placement import shorts
+from dmesh.core.placement import shorts
 
 
 def raw_alltoall(comm: MPI.Intracomm, nbytes: int, repeats: int) -> float:

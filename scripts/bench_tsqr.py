@@ -36,7 +36,7 @@ from mpi4py import MPI  # noqa: E402
 
 import dmesh  # noqa: E402
 from dmesh import Shard  # noqa: E402
-from ops.kernels import linalg  # noqa: E402
+from dmesh.ops.kernels import linalg  # noqa: E402
 
 ROWS, COLS = 2_000_000, 32
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import collectives as C
 import dmesh
+import dmesh.collectives as C
 
 
 def main() -> None:

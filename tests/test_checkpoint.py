@@ -23,7 +23,8 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import CheckpointError, Partial, Replicate, Shard, checkpoint
+from dmesh import CheckpointError, Partial, Replicate, Shard
+from dmesh.io import checkpoint
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()

@@ -13,13 +13,13 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from collectives.errors import UnsupportedError
 from dmesh import Partial, Replicate, Shard
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.ops.kernels.linalg import LOCAL_ONLY, REPLICATED_MATRIX
+from dmesh.ops.kernels.scan import ACCUMULATING
+from dmesh.ops.registry import _decompositions, registered
+from dmesh.ops.rules.elementwise import UFUNCS
 from helpers import assert_all, assert_raises_all
-from ops.kernels.linalg import LOCAL_ONLY, REPLICATED_MATRIX
-from ops.kernels.scan import ACCUMULATING
-from ops.registry import _decompositions, registered
-from ops.rules.elementwise import UFUNCS
 
 WORLD = MPI.COMM_WORLD.Get_size()
 RNG = np.random.default_rng(11)

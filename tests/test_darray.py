@@ -12,7 +12,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from dmesh.layout import Layout, sharding_mesh_dims
+from dmesh.core.layout import Layout, sharding_mesh_dims
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()

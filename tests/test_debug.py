@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import collectives as C
 import dmesh
-import ops.dispatch
-from collectives import _trace
+import dmesh.collectives as C
+import dmesh.ops.dispatch
 from dmesh import Partial, Replicate, Shard, _hooks, debug
-from dmesh.redistribution import estimate_cost
+from dmesh.collectives import tracing
+from dmesh.core.plan import estimate_cost
 from helpers import assert_all, assert_equal_all, assert_raises_all, launch_job
 
 pytestmark = pytest.mark.timeout(120)
@@ -106,9 +106,9 @@ def test_modes_nest_and_cost_nothing_outside(comm, mesh) -> None:
     expected = ({"all_gather": 2, "all_reduce": 1}, {"all_reduce": 1})
     assert_all(comm, counts == expected, repr(counts))
     unwatched = (
-        not _trace.hooked
-        and _hooks.dispatch_ufunc is ops.dispatch.dispatch_ufunc
-        and _hooks.dispatch_function is ops.dispatch.dispatch_function
+        not tracing.hooked
+        and _hooks.dispatch_ufunc is dmesh.ops.dispatch.dispatch_ufunc
+        and _hooks.dispatch_function is dmesh.ops.dispatch.dispatch_function
     )
     assert_all(comm, unwatched, "a hook stayed installed")
     assert_raises_all(comm, dmesh.DMeshError, lambda: outer.__enter__().__enter__())
@@ -142,8 +142,8 @@ def test_direct_collective_calls_are_recorded(comm) -> None:
         C.broadcast(np.arange(4) if comm.Get_rank() == 0 else None, 0, comm)
     ops_seen = [(r.op, r.collective) for r in mode.records]
     expected = [
-        ("collectives.all_gather_coalesced", "all_gather_coalesced"),
-        ("collectives.broadcast", "broadcast"),
+        ("dmesh.collectives.all_gather_coalesced", "all_gather_coalesced"),
+        ("dmesh.collectives.broadcast", "broadcast"),
     ]
     assert_all(comm, ops_seen == expected, repr(ops_seen))
 
@@ -196,7 +196,7 @@ def test_checking_turns_divergence_into_an_error_on_every_rank(comm) -> None:
     text = str(error)
     ok = "rank 0: all_reduce(float64[3])" in text and "rank 1: all_gather(float64[3])" in text
     assert_all(comm, ok and time.monotonic() - start < 10, text)
-    assert_all(comm, not _trace.checking_enabled() and not _trace.hooked)
+    assert_all(comm, not tracing.checking_enabled() and not tracing.hooked)
 
 
 def test_checking_lets_a_correct_program_through(comm, mesh) -> None:
@@ -260,7 +260,7 @@ HANGING_JOB = textwrap.dedent(
     """
     import numpy as np
     from mpi4py import MPI
-    import collectives as C
+    import dmesh.collectives as C
 
     world = MPI.COMM_WORLD
     other = world.Dup()
@@ -275,7 +275,7 @@ ASYNC_HANGING_JOB = textwrap.dedent(
     """
     import numpy as np
     from mpi4py import MPI
-    import collectives as C
+    import dmesh.collectives as C
 
     world = MPI.COMM_WORLD
     if world.Get_rank() == 0:  # rank 1 never joins: rank 0 waits forever

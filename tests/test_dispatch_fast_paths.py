@@ -18,8 +18,8 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard, _elision, _hooks
+from dmesh.ops import dispatch
 from helpers import assert_all, assert_equal_all
-from ops import dispatch
 
 WORLD = MPI.COMM_WORLD.Get_size()
 

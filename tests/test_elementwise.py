@@ -11,9 +11,9 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
+from dmesh.ops.propagation import decide
+from dmesh.ops.registry import Call, rule_for
 from helpers import assert_all, assert_equal_all, assert_raises_all
-from ops.propagation import decide
-from ops.registry import Call, rule_for
 
 WORLD = MPI.COMM_WORLD.Get_size()
 

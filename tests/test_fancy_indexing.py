@@ -226,7 +226,7 @@ def test_only_the_indexed_elements_move(
 ) -> None:
     """A replicated index: two all-to-alls and no redistribution of the array."""
     import dmesh.darray
-    import dmesh.fancy_indexing as fancy
+    import dmesh.ops.indexing.fancy as fancy
 
     calls: list[str] = []
     all_to_all, moved = fancy.coll.all_to_all, dmesh.darray.DArray._moved

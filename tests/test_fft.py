@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import collectives as coll
 import dmesh
-from collectives.errors import ArgumentError, UnsupportedError
+import dmesh.collectives as coll
 from dmesh import Partial, Replicate, Shard
-from dmesh.layout import Layout
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.layout import Layout
+from dmesh.ops.kernels.fft import _transforms, plan_fft
 from helpers import assert_all, assert_equal_all, assert_raises_all
-from ops.kernels.fft import _transforms, plan_fft
 
 WORLD = MPI.COMM_WORLD.Get_size()
 _RNG = np.random.default_rng(3)

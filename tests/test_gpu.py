@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import collectives as C
+import dmesh.collectives as C
 from helpers import assert_all, assert_equal_all
 from references import rank_array, reduce_reference
 

@@ -17,13 +17,13 @@ SCRIPT = textwrap.dedent(
     from mpi4py import MPI
 
     def report():  # registered first, so it runs after dmesh's own exit handler
-        import collectives._lifecycle as lifecycle
+        import dmesh.collectives.lifecycle as lifecycle
         print(f"rank {MPI.COMM_WORLD.Get_rank()}: {len(lifecycle._owned)} left", flush=True)
 
     atexit.register(report)
 
     import numpy as np
-    import collectives as C
+    import dmesh.collectives as C
     import dmesh
 
     mesh = dmesh.init_mesh((2, 1), names=("x", "y"))

@@ -16,11 +16,11 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from collectives.errors import ArgumentTypeError, UnsupportedError
 from dmesh import Partial, Replicate, Shard
+from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh.ops.kernels import linalg
+from dmesh.ops.kernels.linalg import LOCAL_ONLY
 from helpers import assert_all, assert_raises_all
-from ops.kernels import linalg
-from ops.kernels.linalg import LOCAL_ONLY
 
 WORLD = MPI.COMM_WORLD.Get_size()
 TOL = 1e-10

@@ -20,8 +20,6 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from collectives import _lifecycle
-from collectives.group import MeshLike, resolve_group
 from dmesh import (
     AbstractMesh,
     ArgumentError,
@@ -30,6 +28,8 @@ from dmesh import (
     DMeshError,
     init_mesh,
 )
+from dmesh.collectives import lifecycle
+from dmesh.collectives.group import MeshLike, resolve_group
 from helpers import assert_all, assert_raises_all
 
 SIZE = MPI.COMM_WORLD.Get_size()
@@ -320,13 +320,13 @@ def test_close_is_idempotent_and_frees_everything(comm: MPI.Intracomm) -> None:
         sub, flat = mesh["tp"], mesh.flatten()
         held = [mesh.comm(), mesh.comm(0), mesh.comm(1), flat.comm()]
         sub.close()  # a derived mesh owns nothing: the parent stays open
-        tracked = all(any(c is owned for owned in _lifecycle._owned) for c in held)
+        tracked = all(any(c is owned for owned in lifecycle._owned) for c in held)
         assert_all(comm, tracked and not mesh.closed, "communicators not tracked, or closed")
     mesh.close()
     facts = {
         "closed": mesh.closed and sub.closed and flat.closed,
         "freed": all(c == MPI.COMM_NULL for c in held),
-        "released": not any(c is owned for c in held for owned in _lifecycle._owned),
+        "released": not any(c is owned for c in held for owned in lifecycle._owned),
         "metadata": mesh.shape == (1, SIZE) and repr(mesh).endswith(", closed)"),
     }
     assert_all(comm, all(facts.values()), str(facts))

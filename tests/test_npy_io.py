@@ -24,8 +24,9 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from dmesh import Partial, Replicate, Shard, npy_io
+from dmesh import Partial, Replicate, Shard
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.io import npy as npy_io
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from dmesh import _philox
-from dmesh._philox import integers, philox4x32, standard_normal, uniform
+from dmesh.core import philox as _philox
+from dmesh.core.philox import integers, philox4x32, standard_normal, uniform
 
 M32 = 0xFFFFFFFF
 

@@ -9,8 +9,8 @@ import pytest
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from dmesh.layout import Layout, balanced_bounds
-from dmesh.placement import normalize_placements, shorts
+from dmesh.core.layout import Layout, balanced_bounds
+from dmesh.core.placement import normalize_placements, shorts
 
 
 def test_placements_are_values_with_round_trip_reprs() -> None:

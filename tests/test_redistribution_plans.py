@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dmesh.layout import Layout
-from dmesh.placement import Partial, Replicate, Shard
-from dmesh.redistribution import plan_redistribution, transfer_plan
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Replicate, Shard
+from dmesh.core.plan import plan_redistribution, transfer_plan
 
 R, S0, S1, P = Replicate(), Shard(0), Shard(1), Partial("sum")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import collectives as C
+import dmesh.collectives as C
 from helpers import assert_equal_all
 from references import DTYPES, rank_array, reduce_reference, tolerance, valid_pair
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from collectives import _trace
+from dmesh.collectives import tracing
 
 __all__ = ["checking"]
 
@@ -28,8 +28,8 @@ def checking() -> Iterator[None]:
     such as ``broadcast(data if rank == 0 else None)`` written on two lines of
     one function passes.
     """
-    _trace.set_checking(True)
+    tracing.set_checking(True)
     try:
         yield
     finally:
-        _trace.set_checking(False)
+        tracing.set_checking(False)

@@ -10,9 +10,9 @@ from typing import Any
 
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._trace import CollectiveRecord, OpScope
-from collectives.errors import ArgumentError, DMeshError
+from dmesh.collectives import tracing
+from dmesh.collectives.errors import ArgumentError, DMeshError
+from dmesh.collectives.tracing import CollectiveRecord, OpScope
 
 __all__ = ["CollectiveRecord", "CommMode", "format_bytes", "format_table"]
 
@@ -26,7 +26,7 @@ class CommMode:
     of this rank's input and result, the group (which mesh dim), and the op
     that caused it: the NumPy call on DArrays (``np.matmul``), or the dmesh
     call made outside NumPy (``DArray.redistribute``, ``halo``), or
-    ``collectives.<name>`` for a direct call. Collectives made inside another
+    ``dmesh.collectives.<name>`` for a direct call. Collectives made inside another
     collective (header exchanges) are part of it, not separate records.
 
     Modes nest: an inner block's collectives are recorded by both. Entering
@@ -50,7 +50,7 @@ class CommMode:
         if self._active:
             raise DMeshError("CommMode: this mode is already active; nest a new CommMode()")
         self._active = True
-        _trace.add_recorder(self)
+        tracing.add_recorder(self)
         return self
 
     def __exit__(
@@ -59,10 +59,10 @@ class CommMode:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        _trace.remove_recorder(self)
+        tracing.remove_recorder(self)
         self._active = False
 
-    # The recorder protocol (collectives._trace).
+    # The recorder protocol (dmesh.collectives.tracing).
     def collective(self, record: CollectiveRecord) -> None:
         """Take one record (called by the collectives while this mode is active)."""
         self.records.append(record)

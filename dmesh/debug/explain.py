@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectives import _trace
-from collectives._trace import CollectiveRecord, OpScope
+from dmesh.collectives import tracing
+from dmesh.collectives.tracing import CollectiveRecord, OpScope
+from dmesh.core.placement import shorts
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray, Redistribution
 from dmesh.debug.comm_mode import format_bytes
-from dmesh.placement import shorts
-from dmesh.spec import DArraySpec
 
 __all__ = ["Explanation", "OpReport", "explain"]
 
@@ -113,7 +113,7 @@ class _Explainer:
         self._loose: OpReport | None = None  # events outside a NumPy call, still open
 
     def collective(self, record: CollectiveRecord) -> None:
-        if _trace.in_op_scope():
+        if tracing.in_op_scope():
             return  # reported with its op
         loose = self._loose
         if loose is None or (loose.collectives and loose.label != record.op):
@@ -122,7 +122,7 @@ class _Explainer:
         loose.collectives.append(record)
 
     def event(self, kind: str, info: Any) -> None:
-        if kind != "redistribute" or _trace.in_op_scope():
+        if kind != "redistribute" or tracing.in_op_scope():
             return
         loose = self._loose if self._loose is not None and not self._loose.collectives else None
         if loose is None:
@@ -171,11 +171,11 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> Explanation:
             print(ex)
     """
     explainer = _Explainer()
-    _trace.add_recorder(explainer)
+    tracing.add_recorder(explainer)
     try:
         result = fn(*args, **kwargs)
     finally:
-        _trace.remove_recorder(explainer)
+        tracing.remove_recorder(explainer)
     return Explanation(result, explainer.ops)
 
 

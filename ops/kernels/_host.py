@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from collectives._device import array_module
+from dmesh.collectives.device import array_module
 from dmesh.darray import DArray
 
 __all__ = ["on_host", "to_device"]

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives.errors import ArgumentError, UnsupportedError
+import dmesh.collectives as coll
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-from ops.registry import decompose
+from dmesh.ops.registry import decompose
 
 _FAR = np.iinfo(np.int64).max  # the index of a candidate that does not exist
 

@@ -54,13 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from collectives._device import array_module
-from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
+from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout, balanced_bounds, sharding_mesh_dims
-from dmesh.placement import Partial, Placement, Replicate, Shard, shorts
-from dmesh.spec import DArraySpec
-from ops.registry import decompose
+from dmesh.ops.registry import decompose
 
 __all__ = ["plan_fft"]
 

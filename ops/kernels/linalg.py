@@ -75,16 +75,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import collectives as coll
-from collectives._device import array_module
-from collectives.errors import ArgumentError, ArgumentTypeError, ShardingError, UnsupportedError
+import dmesh.collectives as coll
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ShardingError,
+    UnsupportedError,
+)
 from dmesh.context import implicit_replication_active
 from dmesh.convert import distribute
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-from ops.registry import decompose
+from dmesh.ops.registry import decompose
 
 __all__ = ["COMBINE", "LOCAL_ONLY", "REPLICATED_MATRIX", "QRResult", "SVDResult"]
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives.errors import ArgumentError, UnsupportedError
+import dmesh.collectives as coll
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.layout import sharding_mesh_dims
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import sharding_mesh_dims
-from dmesh.spec import DArraySpec
-from ops.registry import decompose
+from dmesh.ops.registry import decompose
 
 # Associative ufuncs whose accumulate can start from the previous blocks' total.
 ACCUMULATING = (

@@ -27,14 +27,14 @@ from typing import Any, cast
 
 import numpy as np
 
-import collectives as coll
-from collectives.errors import UnsupportedError
+import dmesh.collectives as coll
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Replicate, Shard
-from dmesh.spec import DArraySpec
-from ops.kernels._host import on_host, to_device
-from ops.registry import decompose
+from dmesh.ops.kernels._host import on_host, to_device
+from dmesh.ops.registry import decompose
 
 
 def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:

@@ -1,4 +1,4 @@
-"""``np.take`` on DArrays: integer-array indexing along one axis (``dmesh.fancy_indexing``).
+"""``np.take`` on DArrays: integer-array indexing along one axis (``dmesh.ops.indexing.fancy``).
 
 The owners of the taken elements are found from the block boundaries and
 answer requests (two all-to-alls); no rank gathers the array.
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import UnsupportedError
-from dmesh import fancy_indexing
+from dmesh.collectives.errors import UnsupportedError
 from dmesh.darray import DArray
-from ops.registry import decompose
+from dmesh.ops.indexing import fancy as fancy_indexing
+from dmesh.ops.registry import decompose
 
 
 @decompose(np.take)

@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from collectives._layout import resolve_shape
-from collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.blocks import resolve_shape
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout
-from dmesh.placement import Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-from ops.registry import decompose
+from dmesh.ops.registry import decompose
 
 
 def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:

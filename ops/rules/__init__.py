@@ -1,6 +1,6 @@
 """Sharding rules, one module per op family; importing this registers them all."""
 
-from ops.rules import (
+from dmesh.ops.rules import (
     contractions,
     elementwise,
     elementwise_functions,

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentError, UnsupportedError
-from dmesh.placement import Partial, Replicate, Shard
-from ops.registry import Call, Row, register
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.placement import Partial, Replicate, Shard
+from dmesh.ops.registry import Call, Row, register
 
 R = Replicate()
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dmesh.placement import Partial, Placement, Replicate, Shard
-from ops.registry import Call, Row, register
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.ops.registry import Call, Row, register
 
 R = Replicate()
 

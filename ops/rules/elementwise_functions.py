@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import UnsupportedError
-from ops.registry import Call, decompose, register
-from ops.rules.elementwise import broadcast_shape, elementwise_rows
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.ops.registry import Call, decompose, register
+from dmesh.ops.rules.elementwise import broadcast_shape, elementwise_rows
 
 # function -> names of its array operands (the other arguments are static)
 OPERANDS: dict[Callable[..., Any], tuple[str, ...]] = {
@@ -91,6 +91,6 @@ def size(a: Any, axis: int | None = None) -> int:
 @decompose(np.nonzero)
 def nonzero(a: Any) -> tuple[Any, ...]:
     """``np.nonzero``: global indices as 1-D DArrays with uneven blocks (collective)."""
-    from dmesh.indexing import nonzero as darray_nonzero
+    from dmesh.ops.indexing.basic import nonzero as darray_nonzero
 
     return darray_nonzero(a)

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives.errors import ArgumentError, UnsupportedError
+import dmesh.collectives as coll
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import PARTIAL_OPS, Partial, Replicate, Shard
-from dmesh.spec import DArraySpec
-from ops.registry import Call, Row, decompose, register
+from dmesh.ops.registry import Call, Row, decompose, register
 
 R = Replicate()
 

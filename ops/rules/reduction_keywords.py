@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
-from ops.registry import keyword_form
+from dmesh.ops.registry import keyword_form
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
 _SIGNATURES = {func: inspect.signature(func) for func in _FUNCS}

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from collectives._device import array_module
-from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from dmesh.placement import Partial, Replicate, Shard
-from ops.registry import Call, Row, register
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.core.placement import Partial, Replicate, Shard
+from dmesh.ops.registry import Call, Row, register
 
 R = Replicate()
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentError, UnsupportedError
-from dmesh.placement import PARTIAL_OPS, Partial, Replicate, Shard
-from ops.registry import Call, Row, register
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
+from dmesh.ops.registry import Call, Row, register
 
 R = Replicate()
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import UnsupportedError
-from ops.registry import decompose
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.ops.registry import decompose
 
 
 def _axes(a: Any, axis: Any) -> tuple[int, ...]:

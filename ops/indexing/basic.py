@@ -15,20 +15,18 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives._device import array_module
-from collectives.errors import ArgumentTypeError, UnsupportedError
-from dmesh import fancy_indexing
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Partial, Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-
-if TYPE_CHECKING:
-    from dmesh.darray import DArray
+import dmesh.collectives as coll
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
+from dmesh.ops.indexing import fancy as fancy_indexing
 
 __all__ = ["getitem", "mask_select", "nonzero", "selection", "setitem"]
 
@@ -155,9 +153,8 @@ def _local_slice(first: int, last: int, step: int, start: int, stop: int) -> sli
 def getitem(a: DArray, key: Any) -> DArray:
     """``a[key]`` for basic indexing (views of the blocks, no communication) or a bool mask.
 
-    Keys with integer arrays go to :mod:`dmesh.fancy_indexing` (collective).
+    Keys with integer arrays go to :mod:`dmesh.ops.indexing.fancy` (collective).
     """
-    from dmesh.darray import DArray
 
     if isinstance(key, DArray) and key.dtype.kind not in "iu":
         return mask_select(a, key)
@@ -178,9 +175,8 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
 
     Local writes only, except that a DArray value is first moved to the
     selection's layout (collective). Keys with integer arrays go to
-    :mod:`dmesh.fancy_indexing` (collective).
+    :mod:`dmesh.ops.indexing.fancy` (collective).
     """
-    from dmesh.darray import DArray
 
     if any(p.is_partial() for p in a.placements):
         raise UnsupportedError("assigning into a DArray with Partial placements: reduce it first")
@@ -232,7 +228,6 @@ def selection(a: DArray, local_values: Any) -> DArray:
     sharded like ``a``'s dim 0, with boundaries from the selected counts
     (one all-gather of a count over the mesh dims that shard dim 0).
     """
-    from dmesh.darray import DArray
 
     mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
     placements: list[Placement] = [
@@ -267,7 +262,6 @@ def mask_select(a: DArray, mask: DArray) -> DArray:
     if a.mesh.coordinate is None:
         empty = array_module(a.local).empty((0,), a.dtype)
         layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, (0,), (None,))
-        from dmesh.darray import DArray
 
         return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
     return selection(a, a.local[mask.local])

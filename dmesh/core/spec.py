@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from collectives.errors import ArgumentError
-from dmesh.layout import Layout
-from dmesh.placement import Partial, Placement, shorts
+from dmesh.collectives.errors import ArgumentError
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Placement, shorts
 
 if TYPE_CHECKING:
     from dmesh.mesh import DeviceMesh

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives.errors import ArgumentError
+from dmesh.collectives.errors import ArgumentError
 
 _aware_by_comm: dict[int, bool] = {}
 

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from collectives.errors import ArgumentError, ArgumentTypeError, suggest
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, suggest
 
 __all__ = ["AbstractMesh"]
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from collectives._layout import balanced_sizes
-from collectives.errors import ArgumentError, ArgumentTypeError
-from dmesh.placement import Placement, Shard
+from dmesh.collectives.blocks import balanced_sizes
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.core.placement import Placement, Shard
 
 __all__ = ["Bounds", "Layout", "balanced_bounds"]
 

@@ -1,7 +1,7 @@
 """Checkpoints: named DArrays and a metadata dict, saved atomically and checked on load.
 
 A checkpoint is a directory holding one standard ``<name>.npy`` per array
-(written and read in parallel by :mod:`dmesh.npy_io`) and ``manifest.json``:
+(written and read in parallel by :mod:`dmesh.io.npy`) and ``manifest.json``:
 format and library versions, the mesh at save time, each array's shape, dtype
 (``dtype.str``), placements (``S(0)``, ``R``, ``P(sum)``) and checksum, and
 the user's metadata. Nothing is pickled: JSON for the manifest, raw ``.npy``
@@ -45,13 +45,13 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._dtypes import SUPPORTED_CODES
-from collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, suggest
-from dmesh import npy_io
+from dmesh.collectives import tracing
+from dmesh.collectives.dtypes import SUPPORTED_CODES
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, suggest
+from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.darray import DArray
+from dmesh.io import npy as npy_io
 from dmesh.mesh import DeviceMesh
-from dmesh.placement import Partial, Placement, Replicate, Shard, normalize_placements
 
 __all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
 
@@ -492,8 +492,8 @@ def _checksums(comm: MPI.Comm, path: Path, entries: list[_Entry], chunk: int) ->
         except Exception as exc:
             error = exc
     _agree(comm, error)
-    if _trace.hooked:
-        _trace.direct("broadcast", comm, offsets.nbytes * (comm.Get_rank() == 0), offsets.nbytes)
+    if tracing.hooked:
+        tracing.direct("broadcast", comm, offsets.nbytes * (comm.Get_rank() == 0), offsets.nbytes)
     comm.Bcast(offsets, 0)
     # Chunk k of the whole checkpoint is chunk k - starts[i] of file i.
     starts = np.cumsum([0] + [-(-e.nbytes // chunk) for e in entries])
@@ -519,8 +519,8 @@ def _checksums(comm: MPI.Comm, path: Path, entries: list[_Entry], chunk: int) ->
     except Exception as exc:  # reported after the gather, which every rank must join
         error = exc
     digests = np.empty((total, _DIGEST), np.uint8)
-    if _trace.hooked:
-        _trace.direct("all_gather", comm, mine.nbytes, digests.nbytes)
+    if tracing.hooked:
+        tracing.direct("all_gather", comm, mine.nbytes, digests.nbytes)
     comm.Allgatherv(mine, [digests, [n * _DIGEST for n in counts]])
     _agree(comm, error)
     out = []
@@ -539,8 +539,8 @@ def _agree(comm: MPI.Comm, error: BaseException | None) -> None:
     """Raise on every rank the error of the lowest rank that has one; return if none has."""
     size = comm.Get_size()
     failed = np.array([comm.Get_rank() if error is not None else size], np.int64)
-    if _trace.hooked:
-        _trace.direct("all_reduce", comm, failed.nbytes, failed.nbytes)
+    if tracing.hooked:
+        tracing.direct("all_reduce", comm, failed.nbytes, failed.nbytes)
     comm.Allreduce(MPI.IN_PLACE, failed, MPI.MIN)
     root = int(failed[0])
     if root == size:
@@ -550,8 +550,8 @@ def _agree(comm: MPI.Comm, error: BaseException | None) -> None:
         kind[0] = next((k for k, cls in enumerate(_KINDS) if type(error) is cls), 0)
         ours = kind[0] or isinstance(error, CheckpointError)
         text = str(error) if ours else f"rank {root}: {type(error).__name__}: {error}"
-    if _trace.hooked:
-        _trace.direct("broadcast", comm, kind.nbytes * (comm.Get_rank() == root), kind.nbytes)
+    if tracing.hooked:
+        tracing.direct("broadcast", comm, kind.nbytes * (comm.Get_rank() == root), kind.nbytes)
     comm.Bcast(kind, root)
     message = _bcast_bytes(comm, text.encode(), root).decode()
     raise _KINDS[int(kind[0])](message) from error
@@ -559,8 +559,8 @@ def _agree(comm: MPI.Comm, error: BaseException | None) -> None:
 
 def _bcast_bytes(comm: MPI.Comm, data: bytes, root: int = 0) -> bytes:
     length = np.array([len(data)], np.int64)
-    if _trace.hooked:  # two messages (length, bytes): recorded as one broadcast
-        _trace.direct("broadcast", comm, (8 + len(data)) * (comm.Get_rank() == root), 8)
+    if tracing.hooked:  # two messages (length, bytes): recorded as one broadcast
+        tracing.direct("broadcast", comm, (8 + len(data)) * (comm.Get_rank() == root), 8)
     comm.Bcast(length, root)
     buf: np.ndarray = np.frombuffer(data, np.uint8).copy()
     if comm.Get_rank() != root:
@@ -573,8 +573,8 @@ def _same_everywhere(comm: MPI.Comm, values: dict[str, str]) -> None:
     """Raise ``ArgumentError`` on every rank naming what differs from rank 0's, if anything."""
     mine = [hashlib.blake2b(v.encode(), digest_size=_DIGEST).digest() for v in values.values()]
     table = np.empty((comm.Get_size(), len(values) * _DIGEST), np.uint8)
-    if _trace.hooked:
-        _trace.direct("all_gather", comm, table.shape[1], table.nbytes)
+    if tracing.hooked:
+        tracing.direct("all_gather", comm, table.shape[1], table.nbytes)
     comm.Allgather(np.frombuffer(b"".join(mine), np.uint8).copy(), table)
     for k, what in enumerate(values):
         column = table[:, k * _DIGEST : (k + 1) * _DIGEST]

@@ -28,9 +28,9 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from collectives.errors import ArgumentTypeError
-from dmesh.layout import sharding_mesh_dims
-from dmesh.placement import Partial
+from dmesh.collectives.errors import ArgumentTypeError
+from dmesh.core.layout import sharding_mesh_dims
+from dmesh.core.placement import Partial
 
 if TYPE_CHECKING:
     from dmesh.darray import DArray

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "STREAM_INTEGERS",

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectives.errors import ArgumentError, ArgumentTypeError, suggest
-from collectives.reduce_ops import REDUCE_OPS
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, suggest
+from dmesh.collectives.reduce_ops import REDUCE_OPS
 
 __all__ = ["PARTIAL_OPS", "Partial", "Placement", "Replicate", "Shard", "normalize_placements"]
 

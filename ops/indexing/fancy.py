@@ -12,7 +12,7 @@ an int index; it is never sent). A DArray index (integer dtype, on the
 array's mesh, any layout) is distributed; its bound check is an all-reduce.
 
 **Result layout**: the basic items (slices, ``None``, ``...``) are applied
-first, as a view (:mod:`dmesh.indexing`). Call ``M`` the mesh dims that shard
+first, as a view (:mod:`dmesh.ops.indexing.basic`). Call ``M`` the mesh dims that shard
 the indexed dims. The result's first index dim is sharded over ``M`` with
 balanced blocks (a DArray index of shape ``S`` already sharded so keeps its
 blocks, and ``a[idx]`` keeps its sharding over mesh dims where the array is
@@ -38,19 +38,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-import collectives as coll
-from collectives._device import array_module
-from collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from dmesh.layout import Layout, sharding_mesh_dims
-from dmesh.placement import Partial, Placement, Replicate, Shard
-from dmesh.spec import DArraySpec
-
-if TYPE_CHECKING:
-    from dmesh.darray import DArray
+import dmesh.collectives as coll
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
 
 __all__ = ["getitem", "is_advanced", "setitem", "take"]
 
@@ -61,7 +59,6 @@ _VALID = (
 
 
 def _is_darray(item: Any) -> bool:
-    from dmesh.darray import DArray
 
     return isinstance(item, DArray)
 
@@ -383,7 +380,6 @@ def _columns(xp: Any, offsets: Any) -> tuple[Any, ...]:
 
 def getitem(a: DArray, key: Any) -> DArray:
     """``a[key]`` with integer arrays in the key (collective when an indexed dim is sharded)."""
-    from dmesh.darray import DArray
 
     plan = _parse(a.spec, key)
     view = a[plan.basic]

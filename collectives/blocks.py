@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 
 
 @lru_cache(maxsize=4096)

@@ -28,16 +28,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _trace
-from collectives._device import is_device_array
-from collectives._dtypes import SUPPORTED_CODES
-from collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, UnsupportedError
+from dmesh.collectives import tracing
+from dmesh.collectives.device import is_device_array
+from dmesh.collectives.dtypes import SUPPORTED_CODES
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, UnsupportedError
 from dmesh.convert import _on_device
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Shard
+from dmesh.core.spec import DArraySpec
 from dmesh.creation import _make_partial, _resolve
 from dmesh.darray import DArray
-from dmesh.layout import Layout
-from dmesh.placement import Shard
-from dmesh.spec import DArraySpec
 
 __all__ = ["load", "save"]
 
@@ -118,8 +118,8 @@ def save(path: str | os.PathLike[str], a: DArray, *, sync: bool = False) -> None
             fh.Write_at(0, header)
         box = layout.block(coord) if writer else None
         label = _label(comm, "save", path, len(header) + nbytes)
-        if _trace.hooked:  # in pieces of at most 64 MiB: recorded as one write
-            _trace.direct("file_write_at_all", comm, block.nbytes * (box is not None), 0)
+        if tracing.hooked:  # in pieces of at most 64 MiB: recorded as one write
+            tracing.direct("file_write_at_all", comm, block.nbytes * (box is not None), 0)
         _move(fh, fh.Write_at_all, block, a.shape, box, _largest_block(layout), len(header), label)
         if sync:
             fh.Sync()  # on storage before anyone returns (checkpoints rely on it)
@@ -172,8 +172,8 @@ def load(path: str | os.PathLike[str], mesh: Any = None, placements: Any = None)
     nbytes = header.offset + math.prod(shape) * header.dtype.itemsize
     label = _label(comm, "load", path, nbytes)
     fh = _open(comm, path, MPI.MODE_RDONLY, "load")
-    if _trace.hooked:
-        _trace.direct("file_read_at_all", comm, 0, block.nbytes)
+    if tracing.hooked:
+        tracing.direct("file_read_at_all", comm, 0, block.nbytes)
     try:
         _move(fh, fh.Read_at_all, block, file_shape, box, _largest_block(layout), header.offset,
               label)  # fmt: skip
@@ -259,8 +259,8 @@ def _agree_header(path: str, comm: MPI.Intracomm) -> _Header:
         length = np.array([text.size], dtype=np.int64)
     else:
         length = np.zeros(1, dtype=np.int64)
-    if _trace.hooked:  # two messages (length, text): recorded as one broadcast
-        _trace.direct("broadcast", comm, 8 * (comm.Get_rank() == 0), 8)
+    if tracing.hooked:  # two messages (length, text): recorded as one broadcast
+        tracing.direct("broadcast", comm, 8 * (comm.Get_rank() == 0), 8)
     comm.Bcast(length, 0)
     if comm.Get_rank() != 0:
         text = np.empty(int(length[0]), dtype=np.uint8)

@@ -1,6 +1,6 @@
 """Watching collective calls: the one hook the debug tools share.
 
-Every public collective begins with ``if _trace.hooked and not _trace.depth:``
+Every public collective begins with ``if tracing.hooked and not tracing.depth:``
 and, when that holds, runs through :func:`observe` with its ``locals()``. ``hooked`` is False
 unless something watches (a recorder such as ``dmesh.debug.CommMode``,
 checking mode, the hang watchdog), so an unwatched call pays one attribute
@@ -43,10 +43,10 @@ from typing import Any, Protocol
 import numpy as np
 from mpi4py import MPI
 
-from collectives import _watchdog as _watchdog_module
-from collectives._callsite import add_library_path, find_caller
-from collectives.errors import ArgumentError, CollectiveMismatchError, DMeshError
-from collectives.group import resolve_group
+from dmesh.collectives import _watchdog as _watchdog_module
+from dmesh.collectives._callsite import add_library_path, find_caller
+from dmesh.collectives.errors import ArgumentError, CollectiveMismatchError, DMeshError
+from dmesh.collectives.group import resolve_group
 
 __all__ = [
     "CollectiveRecord",
@@ -104,11 +104,14 @@ class OpScope:
 class Recorder(Protocol):
     """What :func:`add_recorder` accepts: it is told of collectives, ops and events."""
 
-    def collective(self, record: CollectiveRecord) -> None: ...
+    def collective(self, record: CollectiveRecord) -> None:
+        """Called once per completed collective (not for collectives nested in another)."""
 
-    def op(self, scope: OpScope) -> None: ...
+    def op(self, scope: OpScope) -> None:
+        """Called when an op scope (a NumPy call or a dmesh call) closes."""
 
-    def event(self, kind: str, info: Any) -> None: ...
+    def event(self, kind: str, info: Any) -> None:
+        """Called for other happenings a tool may report (a redistribution plan, say)."""
 
 
 _recorders: list[Recorder] = []
@@ -408,7 +411,7 @@ def _sent_bytes(name: str, values: dict[str, Any], comm: MPI.Comm) -> int:
 
 
 def _record(call: _Call, sent: int, received: int) -> None:
-    op = _scopes[0].label if _scopes else call.library or f"collectives.{call.name}"
+    op = _scopes[0].label if _scopes else call.library or f"dmesh.collectives.{call.name}"
     record = CollectiveRecord(
         collective=call.name,
         op=op,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from collectives.errors import ArgumentTypeError
+from dmesh.collectives.errors import ArgumentTypeError
 
 # Single-character codes of the dtypes collectives accept, in a fixed order so
 # that a dtype can travel as a small integer inside a header message.

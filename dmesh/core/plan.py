@@ -1,0 +1,232 @@
+"""Redistribution planning: which steps take a DArray from one layout to another.
+
+Pure functions of two layouts, cached at module level; no communication.
+:mod:`dmesh.redistribution` runs the plans. For one mesh dim ``m``, with
+nothing else changing, on the same mesh:
+
+==============  ===============================================================
+``S(i) -> R``   ``all_gather`` along ``i`` over ``m`` (uneven sizes known)
+``R -> S(i)``   a local slice, no communication
+``S(i) -> S(j)`` ``all_to_all``: split ``j``, concatenate ``i``, over ``m``
+``P -> R``      ``all_reduce`` over ``m``
+``P -> S(i)``   ``reduce_scatter`` along ``i`` over ``m``
+``R -> P(op)``  local: ``sum`` keeps the value at coordinate 0 and zeros
+                elsewhere, ``prod`` ones elsewhere, ``min``/``max``/``avg``
+                keep it everywhere
+``P(a) -> P(b)`` ``all_reduce``, then ``R -> P(b)``
+==============  ===============================================================
+
+Several mesh dims are changed one by one, local slices first (they shrink the
+data) and gathers last (they grow it), as long as each step only involves
+tensor dims that one mesh dim shards. Everything else (nested shardings, a
+change of block boundaries such as uneven -> balanced, another mesh over the
+same ranks) is one *transfer*: every rank computes where each source block
+meets each target block and one ``Alltoallv`` moves exactly those rectangles,
+each target element coming from one holder of it. No rank ever holds more than
+its target block plus what it sends, so the full array appears only where
+the target replicates it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+
+__all__ = ["Step", "estimate_cost", "plan_redistribution", "transfer_plan"]
+
+Step = tuple[Any, ...]
+
+LATENCY_BYTES = 10_000.0  # one message costs about as much as moving 10 kB
+LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not nothing
+
+
+@lru_cache(maxsize=1024)
+def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step, ...]:
+    """The steps that turn ``src`` into ``dst`` (see the module docstring)."""
+    steps: list[Step] = []
+    cur = src
+    # 1. Reduce the partial values the target does not keep.
+    for m, p in enumerate(src.placements):
+        if not isinstance(p, Partial) or (same_mesh and dst.placements[m] == p):
+            continue
+        q = dst.placements[m]
+        if (
+            same_mesh
+            and isinstance(q, Shard)
+            and not sharding_mesh_dims(cur.placements, q.dim)
+            and sharding_mesh_dims(dst.placements, q.dim) == (m,)
+        ):
+            cur = _set(cur, m, q, dst.bounds[q.dim])
+            steps.append(("reduce_scatter", m, p.op, q.dim, dst.sizes(q.dim)))
+        else:
+            cur = _set(cur, m, Replicate(), None)
+            steps.append(("all_reduce", m, p.op))
+    # 2. Shard/Replicate moves towards the target with its new partials replicated.
+    mid_placements = tuple(
+        Replicate() if isinstance(q, Partial) and cur.placements[m] != q else q
+        for m, q in enumerate(dst.placements)
+    )
+    mid = Layout(dst.mesh_shape, mid_placements, dst.shape, dst.bounds)
+    if cur != mid:
+        fast = _per_dim_steps(cur, mid) if same_mesh else None
+        steps.extend(fast if fast is not None else [("transfer", cur, mid)])
+    # 3. New partial values, made locally.
+    for m, q in enumerate(dst.placements):
+        if isinstance(q, Partial) and mid.placements[m] != q:
+            steps.append(("make_partial", m, q.op))
+    return tuple(steps)
+
+
+def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
+    """What moving one array from ``src`` to ``dst`` costs, in bytes per rank (pure).
+
+    Each communicating step counts the bytes it moves per rank plus
+    ``LATENCY_BYTES`` for its messages; local steps count ``LOCAL_STEP``.
+    Propagation compares strategies with it and ``dmesh.debug.explain``
+    reports it.
+    """
+    if src == dst:
+        return 0.0
+    shards = math.prod(
+        src.mesh_shape[m] for m, p in enumerate(src.placements) if isinstance(p, Shard)
+    )
+    block = itemsize * math.prod(src.shape) / max(shards, 1)
+    cost = 0.0
+    for step in plan_redistribution(src, dst, True):
+        kind = step[0]
+        if kind in ("slice", "make_partial"):
+            cost += LOCAL_STEP
+            continue
+        k = src.mesh_shape[step[1]] if kind != "transfer" else 1
+        moved = {
+            "all_gather": block * (k - 1),
+            "all_reduce": 2 * block * (k - 1) / k,
+            "reduce_scatter": block * (k - 1) / k,
+            "all_to_all": block * (k - 1) / k,
+            "transfer": block,
+        }[kind]
+        cost += LATENCY_BYTES + moved
+    return cost
+
+
+def _set(layout: Layout, m: int, placement: Placement, cut: tuple[int, ...] | None) -> Layout:
+    """``layout`` with mesh dim ``m`` placed as ``placement`` and the cut of its dim set."""
+    old = layout.placements[m]
+    placements = layout.placements[:m] + (placement,) + layout.placements[m + 1 :]
+    bounds = list(layout.bounds)
+    if isinstance(old, Shard) and not sharding_mesh_dims(placements, old.dim):
+        bounds[old.dim] = None
+    if isinstance(placement, Shard):
+        bounds[placement.dim] = cut
+    return replace(layout, placements=placements, bounds=tuple(bounds))
+
+
+def _per_dim_steps(cur: Layout, mid: Layout) -> list[Step] | None:
+    """Collective steps over single mesh dims, or None when a transfer is needed."""
+    changed = [m for m in range(len(cur.placements)) if cur.placements[m] != mid.placements[m]]
+    rank_of_kind = {"slice": 0, "all_to_all": 1, "all_gather": 2}
+    pending: list[tuple[int, int, Step]] = []
+    for m in changed:
+        a, b = cur.placements[m], mid.placements[m]
+        if isinstance(a, Replicate) and isinstance(b, Shard):
+            pending.append((rank_of_kind["slice"], m, ("slice", m, b.dim)))
+        elif isinstance(a, Shard) and isinstance(b, Replicate):
+            pending.append((rank_of_kind["all_gather"], m, ("all_gather", m, a.dim)))
+        elif isinstance(a, Shard) and isinstance(b, Shard):
+            pending.append((rank_of_kind["all_to_all"], m, ("all_to_all", m, a.dim, b.dim)))
+        else:
+            return None
+    steps: list[Step] = []
+    for _, m, step in sorted(pending):
+        kind = step[0]
+        if kind == "slice":
+            d = step[2]
+            if sharding_mesh_dims(cur.placements, d) or sharding_mesh_dims(mid.placements, d) != (
+                m,
+            ):
+                return None
+            cur = _set(cur, m, Shard(d), mid.bounds[d])
+            steps.append(("slice", m, d, cur))
+        elif kind == "all_gather":
+            d = step[2]
+            if sharding_mesh_dims(cur.placements, d) != (m,):
+                return None
+            steps.append(("all_gather", m, d, cur.sizes(d)))
+            cur = _set(cur, m, Replicate(), None)
+        else:
+            i, j = step[2], step[3]
+            if (
+                sharding_mesh_dims(cur.placements, i) != (m,)
+                or sharding_mesh_dims(cur.placements, j)
+                or sharding_mesh_dims(mid.placements, j) != (m,)
+            ):
+                return None
+            steps.append(("all_to_all", m, i, j, mid.sizes(j), cur.sizes(i)))
+            cur = _set(cur, m, Shard(j), mid.bounds[j])
+    return steps if cur == mid else None
+
+
+@lru_cache(maxsize=1024)
+def transfer_plan(
+    src: Layout,
+    dst: Layout,
+    src_ranks: tuple[int, ...],
+    dst_ranks: tuple[int, ...],
+    me: int,
+) -> tuple[tuple[tuple[int, tuple[slice, ...]], ...], tuple[tuple[int, tuple[slice, ...]], ...]]:
+    """What rank ``me`` sends to and receives from whom in a transfer from ``src`` to ``dst``.
+
+    ``src_ranks``/``dst_ranks`` give the communicator rank at each mesh
+    coordinate (row-major) of the source and target meshes. Returns
+    ``(sends, receives)``: ``(rank, slices)`` pairs in rank order, the slices
+    relative to this rank's source block (sends) or target block (receives).
+    Each target element comes from one holder: the receiver itself when it
+    holds it, otherwise holder number ``receiver % holders``, which spreads a
+    replicated source's load over its replicas.
+    """
+    src_coords = list(np.ndindex(*src.mesh_shape))
+    dst_coords = list(np.ndindex(*dst.mesh_shape))
+    holders: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    for coord, rank in zip(src_coords, src_ranks):
+        holders.setdefault(src.block(coord), []).append(rank)
+
+    def sender(block_holders: list[int], receiver: int) -> int:
+        if receiver in block_holders:
+            return receiver
+        return block_holders[receiver % len(block_holders)]
+
+    sends: list[tuple[int, tuple[slice, ...]]] = []
+    if me in src_ranks:
+        mine = src.block(src_coords[src_ranks.index(me)])
+        for coord, rank in zip(dst_coords, dst_ranks):
+            meet = _intersect(mine, dst.block(coord))
+            if meet is not None and sender(holders[mine], rank) == me:
+                sends.append((rank, _relative(meet, mine)))
+    receives: list[tuple[int, tuple[slice, ...]]] = []
+    if me in dst_ranks:
+        target = dst.block(dst_coords[dst_ranks.index(me)])
+        for block, block_holders in holders.items():
+            meet = _intersect(block, target)
+            if meet is not None:
+                receives.append((sender(block_holders, me), _relative(meet, target)))
+    return tuple(sorted(sends, key=lambda s: s[0])), tuple(sorted(receives, key=lambda r: r[0]))
+
+
+def _intersect(
+    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...] | None:
+    meet = tuple((max(x0, y0), min(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b))
+    return None if any(lo >= hi for lo, hi in meet) else meet
+
+
+def _relative(
+    meet: tuple[tuple[int, int], ...], block: tuple[tuple[int, int], ...]
+) -> tuple[slice, ...]:
+    return tuple(slice(lo - b0, hi - b0) for (lo, hi), (b0, _) in zip(meet, block))
