@@ -5,9 +5,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+PACKAGE_STAMP := $(VENV)/.package-stamp
 RANKS  ?= 1 2 3 4
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup demo test lint format bench package clean
 
 setup: $(STAMP)
 
@@ -39,6 +40,16 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) scripts/bench.py
+
+# The sdist and the wheel (built from the sdist) in build/package/dist, checked
+# for every subpackage, installed into a fresh venv and smoke-tested under
+# mpiexec -n 2 from a directory holding a user's ops.py and collectives.py.
+package: $(PACKAGE_STAMP)
+	$(PY) scripts/check_package.py
+
+$(PACKAGE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[package]'
+	touch $(PACKAGE_STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
