@@ -5,10 +5,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+DOCS_STAMP    := $(VENV)/.docs-stamp
 PACKAGE_STAMP := $(VENV)/.package-stamp
 RANKS  ?= 1 2 3 4
 
-.PHONY: setup demo test lint format bench package clean
+.PHONY: setup demo test lint format bench docs package clean
 
 setup: $(STAMP)
 
@@ -40,6 +41,19 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) scripts/bench.py
+
+# The HTML reference (docs/ and the docstrings) in build/docs/html. Any Sphinx
+# warning fails the build (-W), unresolved cross-references included (-n), on
+# a fresh environment (-E: autodoc sees every docstring change);
+# then every relative link of README.md and docs/ must resolve inside the
+# repository (nothing is fetched: CI has no internet).
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html -E -W --keep-going -n -q docs build/docs/html
+	$(PY) scripts/check_links.py README.md docs
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 # The sdist and the wheel (built from the sdist) in build/package/dist, checked
 # for every subpackage, installed into a fresh venv and smoke-tested under
