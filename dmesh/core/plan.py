@@ -4,17 +4,17 @@ Pure functions of two layouts, cached at module level; no communication.
 :mod:`dmesh.redistribution` runs the plans. For one mesh dim ``m``, with
 nothing else changing, on the same mesh:
 
-==============  ===============================================================
-``S(i) -> R``   ``all_gather`` along ``i`` over ``m`` (uneven sizes known)
-``R -> S(i)``   a local slice, no communication
-``S(i) -> S(j)`` ``all_to_all``: split ``j``, concatenate ``i``, over ``m``
-``P -> R``      ``all_reduce`` over ``m``
-``P -> S(i)``   ``reduce_scatter`` along ``i`` over ``m``
-``R -> P(op)``  local: ``sum`` keeps the value at coordinate 0 and zeros
-                elsewhere, ``prod`` ones elsewhere, ``min``/``max``/``avg``
-                keep it everywhere
-``P(a) -> P(b)`` ``all_reduce``, then ``R -> P(b)``
-==============  ===============================================================
+================  =============================================================
+``S(i) -> R``     ``all_gather`` along ``i`` over ``m`` (uneven sizes known)
+``R -> S(i)``     a local slice, no communication
+``S(i) -> S(j)``  ``all_to_all``: split ``j``, concatenate ``i``, over ``m``
+``P -> R``        ``all_reduce`` over ``m``
+``P -> S(i)``     ``reduce_scatter`` along ``i`` over ``m``
+``R -> P(op)``    local: ``sum`` keeps the value at coordinate 0 and zeros
+                  elsewhere, ``prod`` ones elsewhere, ``min``/``max``/``avg``
+                  keep it everywhere
+``P(a) -> P(b)``  ``all_reduce``, then ``R -> P(b)``
+================  =============================================================
 
 Several mesh dims are changed one by one, local slices first (they shrink the
 data) and gathers last (they grow it), as long as each step only involves
