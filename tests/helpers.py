@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from mpi_env import rank_env  # scripts/ is not a package: found through sys.path
 
 
 def assert_all(comm: MPI.Comm, ok: bool, message: str = "") -> None:
@@ -72,21 +77,56 @@ def assert_raises_all(
 
 
 def launch_job(
-    script: str, ranks: int, timeout: float = 60, extra_env: dict[str, str] | None = None
+    script: str, ranks: int, timeout: float = 90, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python script`` as a separate ``mpiexec -n ranks`` job; capture its output.
 
-    Called by one rank of the test. The environment drops this job's process
-    manager variables so that the child job starts a manager of its own;
-    ``extra_env`` is added to it.
+    Called by one rank of the test. Each rank of the job writes its stdout and
+    stderr to files of its own (MPICH's ``-outfile-pattern``), read back in
+    rank order, so that ``stdout`` holds whole lines, rank 0's first: two ranks
+    sharing one pipe once produced ``rank 0: ...rank 1: ...`` on one line
+    (``PYTHONUNBUFFERED`` makes ``print`` two writes). ``mpiexec``'s own output
+    follows the ranks'. The environment drops this job's process manager
+    variables so that the child job starts a manager of its own, and gets the
+    settings of ``scripts/mpi_env.py`` for ``ranks`` ranks; ``extra_env`` is
+    added to it. The job runs in a session of its own: past ``timeout`` seconds
+    every process of it is killed (no rank is left spinning) and
+    ``subprocess.TimeoutExpired`` carries what the ranks had written.
     """
     mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
+    env = rank_env(ranks, env)
     env.update(extra_env or {})
-    return subprocess.run(
-        [mpiexec, "-n", str(ranks), sys.executable, script],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    with tempfile.TemporaryDirectory(prefix="dmesh-job-") as folder:
+        cmd = [
+            mpiexec, "-n", str(ranks),
+            "-outfile-pattern", f"{folder}/out.%r", "-errfile-pattern", f"{folder}/err.%r",
+            sys.executable, script,
+        ]  # fmt: skip
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            start_new_session=True,
+        ) as process:  # fmt: skip
+            try:
+                own_out, own_err = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                own_out, own_err = process.communicate()
+                raise subprocess.TimeoutExpired(
+                    cmd, timeout, _per_rank(folder, "out", ranks) + own_out,
+                    _per_rank(folder, "err", ranks) + own_err,
+                ) from None  # fmt: skip
+        stdout = _per_rank(folder, "out", ranks) + own_out
+        stderr = _per_rank(folder, "err", ranks) + own_err
+    return subprocess.CompletedProcess(cmd, process.returncode, stdout, stderr)
+
+
+def _per_rank(folder: str, stream: str, ranks: int) -> str:
+    """The ``stream`` files of ranks 0..ranks-1 in ``folder``, joined in rank order."""
+    texts = []
+    for rank in range(ranks):
+        path = Path(folder) / f"{stream}.{rank}"
+        if path.exists():
+            text = path.read_text(errors="replace")
+            texts.append(text if text.endswith("\n") or not text else text + "\n")
+    return "".join(texts)

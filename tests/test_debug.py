@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -190,12 +189,12 @@ def _diverge(comm: MPI.Intracomm) -> None:
 def test_checking_turns_divergence_into_an_error_on_every_rank(comm) -> None:
     if comm.Get_size() == 1:
         pytest.skip("a divergence needs two ranks")
-    start = time.monotonic()
+    # Without checking the two ranks would wait forever; pytest-timeout ends that.
     with debug.checking():
         error = assert_raises_all(comm, debug.CollectiveMismatchError, _diverge, comm)
     text = str(error)
     ok = "rank 0: all_reduce(float64[3])" in text and "rank 1: all_gather(float64[3])" in text
-    assert_all(comm, ok and time.monotonic() - start < 10, text)
+    assert_all(comm, ok, text)
     assert_all(comm, not tracing.checking_enabled() and not tracing.hooked)
 
 
@@ -286,32 +285,28 @@ ASYNC_HANGING_JOB = textwrap.dedent(
 
 
 def _run_job(tmp_path_factory, name, text, ranks, env):  # type: ignore[no-untyped-def]
+    """(the finished job or None if ``launch_job`` had to kill it, what to report)."""
     script = Path(tmp_path_factory.mktemp("debug")) / name
     script.write_text(text)
-    start = time.monotonic()
     try:
-        child = launch_job(str(script), ranks, timeout=60, extra_env=env)
+        child = launch_job(str(script), ranks, extra_env=env)
     except subprocess.TimeoutExpired as exc:
-        return None, f"still running after {exc.timeout} s: {exc.stderr!r}", 0.0
-    return (
-        child,
-        f"exit {child.returncode}\nstdout: {child.stdout}\nstderr: {child.stderr}",
-        (time.monotonic() - start),
-    )
+        return None, f"still running after {exc.timeout} s: {exc.stderr!r}"
+    return child, f"exit {child.returncode}\nstdout: {child.stdout}\nstderr: {child.stderr}"
 
 
+@pytest.mark.job
 def test_dmesh_check_reports_a_rank_dependent_sequence_on_every_rank(
     comm, tmp_path_factory
 ) -> None:
     ok, message = True, ""
     if comm.Get_rank() == 0:
-        child, message, elapsed = _run_job(
+        child, message = _run_job(
             tmp_path_factory, "diverge.py", DIVERGING_JOB, 3, {"DMESH_CHECK": "1"}
         )
-        # Ranks print concurrently: lines may interleave, so find each report.
         caught = sorted(re.findall(r"rank (\d) caught", child.stdout if child else ""))
         wanted = ["0", "1", "2"]
-        ok = child is not None and child.returncode == 0 and caught == wanted and elapsed < 30
+        ok = child is not None and child.returncode == 0 and caught == wanted
     assert_all(comm, ok, message)
 
 
@@ -345,24 +340,27 @@ HANGS = {
 }
 
 
+@pytest.mark.job
 @pytest.mark.parametrize("case", list(HANGS))
 def test_hang_watchdog_reports_the_blocked_call_and_aborts(comm, tmp_path_factory, case) -> None:
+    """The job ends by the watchdog's abort, not by ``launch_job`` killing it (no clock read)."""
     job, timeout, expected = HANGS[case]
     ok, message = True, ""
     if comm.Get_rank() == 0:
-        child, message, elapsed = _run_job(
+        child, message = _run_job(
             tmp_path_factory, "hang.py", job, 2, {"DMESH_HANG_TIMEOUT": timeout}
         )
         err = child.stderr if child else ""
-        ok = child is not None and child.returncode != 0 and elapsed < 30
+        ok = child is not None and child.returncode != 0
         ok = ok and all(text in err for text in expected)
     assert_all(comm, ok, message)
 
 
+@pytest.mark.job
 def test_bad_settings_are_refused(comm, tmp_path_factory) -> None:
     ok, message = True, ""
     if comm.Get_rank() == 0:
-        child, message, _ = _run_job(
+        child, message = _run_job(
             tmp_path_factory, "probe.py", "import dmesh\n", 1, {"DMESH_HANG_TIMEOUT": "soon"}
         )
         ok = (

@@ -1,4 +1,8 @@
-"""The runnable examples in scripts/ run as their docstrings say."""
+"""The runnable examples in scripts/ run as their docstrings say.
+
+Each test launches jobs of its own, so they run once, from the 1-rank run (the
+``job`` marker, see conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,11 @@ from mpi4py import MPI
 
 from helpers import assert_all, launch_job
 
+pytestmark = pytest.mark.job
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.parametrize("ranks", [1, 3])
 @pytest.mark.parametrize(
     "script",
     [
@@ -25,15 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
         "examples/least_squares.py",
     ],
 )
-def test_example_runs_at_1_and_3_ranks(comm: MPI.Intracomm, script: str) -> None:
-    """Rank 0 launches the example as a job of its own and checks it succeeds."""
+def test_example_runs(comm: MPI.Intracomm, script: str, ranks: int) -> None:
+    """Rank 0 launches the example as a job of its own (1 rank, and 3: uneven blocks)."""
     ok, message = True, ""
     if comm.Get_rank() == 0:
-        for ranks in (1, 3):
-            child = launch_job(str(ROOT / "scripts" / script), ranks)
-            if child.returncode != 0:
-                ok = False
-                message += f"-n {ranks}: exit {child.returncode}\n{child.stdout}\n{child.stderr}\n"
+        child = launch_job(str(ROOT / "scripts" / script), ranks)
+        ok = child.returncode == 0
+        message = f"-n {ranks}: exit {child.returncode}\n{child.stdout}\n{child.stderr}\n"
     assert_all(comm, ok, message)
 
 
@@ -41,8 +45,6 @@ def test_demo_runs_as_plain_python_and_at_3_ranks(
     comm: MPI.Intracomm, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """``python scripts/demo.py`` (one rank, no mpiexec) and an uneven (3, 1) mesh pass."""
-    if comm.Get_size() != 1:
-        pytest.skip("launches its own jobs; once is enough")
     checkpoint = str(tmp_path_factory.mktemp("demo") / "checkpoint")
     demo = str(ROOT / "scripts" / "demo.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
