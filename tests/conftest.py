@@ -5,6 +5,20 @@ a test that fails on one rank fails on every rank (see
 ``pytest_runtest_call``), so the ranks stay in step and the report names the
 failing ranks. Hypothesis draws the same examples on every rank
 (derandomized, no example database).
+
+Two kinds of test run once, in the 1-rank run only (deselected at larger world
+sizes by ``pytest_collection_modifyitems``, so that ``scripts/run_tests.py``
+counts them once):
+
+- ``pure`` tests need no communication (layouts, plans, rule tables, placement
+  values, introspection): every test under ``tests/pure/`` is one; a test
+  elsewhere can carry ``@pytest.mark.pure``.
+- ``job`` tests launch MPI jobs of their own (``helpers.launch_job``) or other
+  processes: they choose their rank counts themselves, so running them again
+  from each rank count of the suite repeats the same work.
+
+Tests that need a mesh ask for the ``mesh`` fixture: one parameter per mesh
+shape the world size allows (``MESH_SHAPES``).
 """
 
 from __future__ import annotations
@@ -18,7 +32,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 from mpi4py import MPI
 
+import dmesh
+
 BUILD = Path(__file__).resolve().parent.parent / "build"
+PURE = Path(__file__).resolve().parent / "pure"
+WORLD = MPI.COMM_WORLD.Get_size()
+# The whole world as one mesh dimension, and at 4 ranks a 2-D (2, 2) mesh too.
+MESH_SHAPES: list[tuple[int, ...]] = [(WORLD,)] + ([(2, 2)] if WORLD == 4 else [])
+ONCE = ("pure", "job")  # markers of the tests that run in the 1-rank run only
 
 settings.register_profile(
     "mpi",
@@ -29,6 +50,24 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("mpi")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests under tests/pure/ ``pure``; above one rank, deselect ``pure`` and ``job`` tests.
+
+    The decision depends on the world size only, so every rank keeps the same
+    tests in the same order.
+    """
+    for item in items:
+        if PURE in item.path.parents:
+            item.add_marker(pytest.mark.pure)
+    if WORLD == 1:
+        return
+    once = [item for item in items if any(item.get_closest_marker(m) for m in ONCE)]
+    if once:
+        config.hook.pytest_deselected(items=once)
+        dropped = {id(item) for item in once}
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -74,3 +113,10 @@ def tmp(comm: MPI.Intracomm, request: pytest.FixtureRequest) -> Iterator[Path]:
     comm.Barrier()
     if comm.Get_rank() == 0:
         shutil.rmtree(path)
+
+
+@pytest.fixture(params=MESH_SHAPES, ids=str)
+def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    """A mesh over this test's communicator, once per shape in ``MESH_SHAPES``."""
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m

@@ -5,7 +5,7 @@ Registering an op without samples makes ``test_every_registered_op_has_samples``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,6 @@ from dmesh.ops.registry import _decompositions, registered
 from dmesh.ops.rules.elementwise import UFUNCS
 from helpers import assert_all, assert_raises_all
 
-WORLD = MPI.COMM_WORLD.Get_size()
 RNG = np.random.default_rng(11)
 
 
@@ -177,15 +176,10 @@ def _agrees(got: Any, expected: Any) -> bool:
     return bool(np.array_equal(full, expected))
 
 
+@pytest.mark.pure  # reads the registry, no communication
 def test_every_registered_op_has_samples() -> None:
     missing = [k for k in [*registered(), *_decompositions] if k not in SAMPLES]
     assert not missing, f"registered without samples: {missing}"
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def _placements(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -14,14 +13,6 @@ from dmesh import Partial, Replicate, Shard
 from dmesh.ops.propagation import decide
 from dmesh.ops.registry import Call, rule_for
 from helpers import assert_all, assert_equal_all, assert_raises_all
-
-WORLD = MPI.COMM_WORLD.Get_size()
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def values(shape: tuple[int, ...], seed: int, positive: bool = False) -> np.ndarray:

@@ -7,7 +7,6 @@ the verdicts are pooled into one ``assert_all`` per test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -38,12 +37,6 @@ KEYS3 = [np.s_[[0, 2], :, [1, 4]], np.s_[:, [3, 0], ..., [4]], np.s_[1:, [[0], [
 CASES = [
     (A1, KEYS1), (A2, KEYS2), (A3, KEYS3), (np.arange(1.0) + 7, [[0, 0, -1]]), (np.zeros(0), [[]]),
 ]  # fmt: skip
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def layouts(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:

@@ -8,7 +8,7 @@ Every rank makes the same sequence of collective assertions.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,12 +60,6 @@ CASES: list[tuple[Callable[..., Any], np.ndarray, dict[str, Any]]] = [
 def _case_id(case: tuple[Callable[..., Any], np.ndarray, dict[str, Any]]) -> str:
     func, x, kwargs = case
     return f"{func.__name__}-{x.dtype.kind}-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def _placements(mesh: dmesh.DeviceMesh, ndim: int) -> list[tuple[Any, ...]]:
@@ -296,6 +290,7 @@ def _plan(mesh_shape: tuple[int, ...], placements: tuple[Any, ...], kind: str) -
     return final
 
 
+@pytest.mark.pure  # plans on abstract layouts, no communication
 @pytest.mark.parametrize(
     ("mesh_shape", "before", "forward", "inverse"),
     [

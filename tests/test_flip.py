@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -12,14 +11,6 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Replicate, Shard
 from helpers import assert_all, assert_equal_all
-
-WORLD = MPI.COMM_WORLD.Get_size()
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 @pytest.mark.parametrize("rows", [0, 1, 5, 8])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,14 +14,7 @@ from dmesh import Partial, Replicate, Shard
 from dmesh.halo import normalize_widths
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
-WORLD = MPI.COMM_WORLD.Get_size()
 DATA = np.arange(42.0).reshape(7, 6)
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def padded_reference(

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
 from mpi4py import MPI
 
 import dmesh
 from dmesh import Replicate, Shard
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
-WORLD = MPI.COMM_WORLD.Get_size()
 KEYS = [
     np.s_[1:], np.s_[:-1], np.s_[2:9:3], np.s_[::2], np.s_[3], np.s_[-1, 1], np.s_[..., 0],
     np.s_[None, 1:4], np.s_[:, None, 0], np.s_[4:4], np.s_[1:8, 1:], np.s_[::-1, 0],
 ]  # fmt: skip
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def layouts(mesh: dmesh.DeviceMesh) -> list[list[object]]:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from mpi4py import MPI
 
 from dmesh import info
@@ -32,10 +33,11 @@ def test_report_is_consistent(comm: MPI.Intracomm) -> None:
     assert_all(comm, "suggested mesh   dmesh.init_mesh(" in text and "MPI library" in text, text)
 
 
+@pytest.mark.job
 def test_module_runs_alone(comm: MPI.Intracomm) -> None:
     """``python -m dmesh.info`` as its own one-process job prints the report."""
     ok, message = True, ""
-    if comm.Get_rank() == 0 and comm.Get_size() == 1:
+    if comm.Get_rank() == 0:
         # Without this job's process-manager variables: a singleton of its own.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "HYDRA", "MPI"))}
         child = subprocess.run(

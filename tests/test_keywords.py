@@ -7,7 +7,6 @@ mask and ``out`` (uneven and empty blocks at 3 and 4 ranks).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -17,14 +16,7 @@ import dmesh
 from dmesh import Partial, Replicate, Shard
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
-WORLD = MPI.COMM_WORLD.Get_size()
 TOL = {"rtol": 1e-12, "atol": 1e-12}
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def placements_of(mesh: dmesh.DeviceMesh, ndim: int, partial: bool = False) -> list[list]:

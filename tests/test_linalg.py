@@ -8,7 +8,6 @@ makes the same sequence of collective assertions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,12 +26,6 @@ TOL = 1e-10
 _RNG = np.random.default_rng(3)
 TALL = _RNG.standard_normal((13, 3))
 TALL_C = TALL + 1j * _RNG.standard_normal((13, 3))
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pytest
 from mpi4py import MPI
 
 import dmesh
 from dmesh import Replicate, Shard
 from helpers import assert_all
-
-WORLD = MPI.COMM_WORLD.Get_size()
 
 
 def power_iteration(m: Any, v: Any, steps: int = 60) -> tuple[Any, float]:
@@ -29,12 +25,6 @@ def standardize_and_score(x: Any, w: Any) -> tuple[float, Any]:
     z = (x - np.mean(x, axis=0)) / np.std(x, axis=0, ddof=1)
     scores = z @ w
     return float(np.var(scores)), np.max(np.abs(z), axis=0)
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def test_power_iteration(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:

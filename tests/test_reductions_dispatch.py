@@ -13,14 +13,7 @@ import dmesh
 from dmesh import Partial, Replicate, Shard
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
-WORLD = MPI.COMM_WORLD.Get_size()
 FUNCS = [np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_nonzero, np.nansum]
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def sources(mesh: dmesh.DeviceMesh, a: np.ndarray) -> Iterator[dmesh.DArray]:

@@ -8,7 +8,6 @@ its results and agrees on one verdict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -39,12 +38,6 @@ ARRAYS = {
     "one": np.array([4.5]),
     "empty": np.array([], dtype=np.float64),
 }
-
-
-@pytest.fixture(params=[(WORLD,)] + ([(2, WORLD // 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
 
 
 def _as_tuple(result: Any) -> tuple[Any, ...]:

@@ -1,7 +1,7 @@
 """scripts/bench_chart.py and bench_scaling.py: JSON rows become time ratios and scaling charts.
 
 Pure functions on hand-written numbers; no timing (that belongs in the
-benchmarks). Each rank draws into its own folder, so ranks never write one file.
+benchmarks) and no MPI: the charts are drawn into pytest's ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from mpi4py import MPI
 
-from helpers import assert_all
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_chart
 import bench_scaling
 
@@ -42,18 +39,11 @@ NEEDS_MATPLOTLIB = pytest.mark.skipif(
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def own_folder(tmp: Path, comm: MPI.Intracomm) -> Path:
-    """This rank's folder under the shared ``tmp``."""
-    path = tmp / f"rank{comm.Get_rank()}"
-    path.mkdir()
-    return path
-
-
 def is_png(path: Path) -> bool:
     return path.exists() and path.read_bytes()[:8] == PNG
 
 
-def test_time_ratios(comm: MPI.Intracomm) -> None:
+def test_time_ratios() -> None:
     got = {name: bench_chart.time_ratios(doc) for name, doc in DOCS.items()}
     want = {
         "dispatch": [("a + b", 5.0), ("sum", 1.5)],
@@ -61,10 +51,10 @@ def test_time_ratios(comm: MPI.Intracomm) -> None:
         "fft": [("fftn", 0.5)],
         "collectives": [("all_reduce 8 el", 1.25)],
     }
-    assert_all(comm, got == want, repr(got))
+    assert got == want, repr(got)
 
 
-def test_merge_speedup_and_efficiency(comm: MPI.Intracomm) -> None:
+def test_merge_speedup_and_efficiency() -> None:
     doc = bench_scaling.merge(RUNS)
     got = [(r["case"], r["ranks"], r["time_s"], r["speedup"], r["efficiency"]) for r in doc["rows"]]
     # speed-up = the 1-rank run's NumPy time / time at p; efficiency = speed-up / p.
@@ -78,56 +68,52 @@ def test_merge_speedup_and_efficiency(comm: MPI.Intracomm) -> None:
     ]
     ok = got == want and doc["ranks"] == [1, 2, 4]
     ok = ok and all(r["numpy_s"] == 1.0 for r in doc["rows"])
-    assert_all(comm, ok, repr(got))
+    assert ok, repr(got)
 
 
-def test_merge_needs_the_one_rank_baseline(comm: MPI.Intracomm) -> None:
-    try:
+def test_merge_needs_the_one_rank_baseline() -> None:
+    with pytest.raises(ValueError, match="include 1 in --ranks"):
         bench_scaling.merge(RUNS[:1])
-        message = "no error"
-    except ValueError as exc:
-        message = str(exc)
-    assert_all(comm, "include 1 in --ranks" in message, message)
 
 
-def test_table_lists_every_row(comm: MPI.Intracomm) -> None:
+def test_table_lists_every_row() -> None:
     lines = bench_scaling.table(bench_scaling.merge(RUNS)).splitlines()
     header = lines[0].split()
     sum4 = next(line for line in lines if line.startswith("sum") and line.split()[1] == "4")
     ok = header == ["case", "ranks", "time", "numpy", "1p", "speed-up", "efficiency"]
     ok = ok and sum4.split()[-2:] == ["8.00", "2.00"] and "125.00 ms" in sum4
-    assert_all(comm, ok, "\n".join(lines))
+    assert ok, "\n".join(lines)
 
 
-def test_default_ranks(comm: MPI.Intracomm) -> None:
+def test_default_ranks() -> None:
     got = [bench_scaling.default_ranks(c) for c in (1, 2, 6, 16)]
     want = [[1], [1, 2], [1, 2, 4, 6], [1, 2, 4, 8, 16]]
-    assert_all(comm, got == want, repr(got))
+    assert got == want, repr(got)
 
 
-def test_scaling_series(comm: MPI.Intracomm) -> None:
+def test_scaling_series() -> None:
     got = bench_chart.scaling_series(bench_scaling.merge(RUNS))
     want = {
         "matmul": ([1, 2, 4], [1.0, 0.5, 0.5], 1.0),
         "sum": ([1, 2, 4], [2.0, 0.25, 0.125], 1.0),
     }
-    assert_all(comm, got == want, repr(got))
+    assert got == want, repr(got)
 
 
 @NEEDS_MATPLOTLIB
-def test_draw_writes_a_png(comm: MPI.Intracomm, tmp: Path) -> None:
+def test_draw_writes_a_png(tmp_path: Path) -> None:
     """Ratios only (an older run, no scaling.json): bench.png and no scaling.png."""
-    folder = own_folder(tmp, comm)
+    folder = tmp_path
     for name, doc in DOCS.items():
         (folder / f"{name}.json").write_text(json.dumps(doc))
     drawn = bench_chart.draw(folder, folder / "chart.png")
     ok = drawn and is_png(folder / "chart.png") and not (folder / "scaling.png").exists()
-    assert_all(comm, ok, "no PNG drawn, or a scaling chart without scaling results")
+    assert ok, "no PNG drawn, or a scaling chart without scaling results"
 
 
 @NEEDS_MATPLOTLIB
-def test_draw_scaling_beside_the_ratios(comm: MPI.Intracomm, tmp: Path) -> None:
-    folder = own_folder(tmp, comm)
+def test_draw_scaling_beside_the_ratios(tmp_path: Path) -> None:
+    folder = tmp_path
     for name, doc in DOCS.items():
         (folder / f"{name}.json").write_text(json.dumps(doc))
     (folder / "scaling.json").write_text(json.dumps(bench_scaling.merge(RUNS)))
@@ -135,13 +121,13 @@ def test_draw_scaling_beside_the_ratios(comm: MPI.Intracomm, tmp: Path) -> None:
     ok = drawn and is_png(folder / "bench.png") and is_png(folder / "scaling.png")
     # scaling.json's rows (they carry a speedup) are not drawn again as ratio bars.
     ok = ok and sorted(bench_chart.ratio_results(folder)) == sorted(DOCS)
-    assert_all(comm, ok, "bench.png or scaling.png missing, or scaling drawn as ratios")
+    assert ok, "bench.png or scaling.png missing, or scaling drawn as ratios"
 
 
 @NEEDS_MATPLOTLIB
-def test_draw_scaling_alone(comm: MPI.Intracomm, tmp: Path) -> None:
-    folder = own_folder(tmp, comm)
+def test_draw_scaling_alone(tmp_path: Path) -> None:
+    folder = tmp_path
     (folder / "scaling.json").write_text(json.dumps(bench_scaling.merge(RUNS)))
     drawn = bench_chart.draw(folder, folder / "bench.png")
     ok = drawn and is_png(folder / "scaling.png") and not (folder / "bench.png").exists()
-    assert_all(comm, ok, "scaling.png not drawn from scaling.json alone")
+    assert ok, "scaling.png not drawn from scaling.json alone"
