@@ -1,4 +1,7 @@
-"""Pieces every collective shares: argument checks, axis packing, headers, completion."""
+"""Pieces every collective shares: argument checks, axis packing, completion.
+
+Headers (shapes and dtypes sent ahead of data) are public, in :mod:`dmesh.collectives.headers`.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,8 @@ from mpi4py import MPI
 
 from dmesh.collectives.async_array import AsyncArray, Pending
 from dmesh.collectives.device import array_module, is_device_array
-from dmesh.collectives.dtypes import SUPPORTED_CODES, check_dtype, dtype_code, dtype_from_code
+from dmesh.collectives.dtypes import SUPPORTED_CODES, check_dtype
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
-
-MAX_DIMS = 64  # numpy.ndarray's dimension limit (NPY_MAXDIMS in NumPy 2)
 
 
 def as_array(x: Any, argument: str = "x") -> Any:
@@ -66,52 +67,6 @@ def row_size(shape: Sequence[int], axis: int) -> int:
         if i != axis:
             n *= s
     return n
-
-
-# -- headers ---------------------------------------------------------------
-def encode_header(shape: Sequence[int], dtype: np.dtype, extra: Sequence[int] = ()) -> np.ndarray:
-    """``[ndim, dtype code, shape padded to MAX_DIMS, *extra]`` as int64."""
-    header = np.zeros(2 + MAX_DIMS + len(extra), dtype=np.int64)
-    header[0] = len(shape)
-    header[1] = dtype_code(dtype)
-    header[2 : 2 + len(shape)] = shape
-    header[2 + MAX_DIMS :] = extra
-    return header
-
-
-def decode_header(header: np.ndarray) -> tuple[tuple[int, ...], np.dtype, tuple[int, ...]]:
-    ndim = int(header[0])
-    shape = tuple(int(s) for s in header[2 : 2 + ndim])
-    extra = tuple(int(v) for v in header[2 + MAX_DIMS :])
-    return shape, dtype_from_code(int(header[1])), extra
-
-
-def all_gather_headers(
-    comm: MPI.Intracomm, shape: Sequence[int], dtype: np.dtype, extra: Sequence[int] = ()
-) -> list[tuple[tuple[int, ...], np.dtype, tuple[int, ...]]]:
-    """Every rank's (shape, dtype, extra), in rank order (one small ``Allgather``)."""
-    mine = encode_header(shape, dtype, extra)
-    table = np.empty((comm.Get_size(), mine.size), dtype=np.int64)
-    comm.Allgather(mine, table)
-    return [decode_header(row) for row in table]
-
-
-def check_same_except(
-    headers: Sequence[tuple[tuple[int, ...], np.dtype, tuple[int, ...]]],
-    axis: int | None,
-    what: str,
-) -> None:
-    """Raise (on every rank: all hold the same headers) unless shapes agree off ``axis``."""
-    shape0, dtype0, _ = headers[0]
-    for rank, (shape, dtype, _) in enumerate(headers):
-        off_axis = [s for i, s in enumerate(shape) if i != axis]
-        off_axis0 = [s for i, s in enumerate(shape0) if i != axis]
-        if dtype != dtype0 or len(shape) != len(shape0) or off_axis != off_axis0:
-            along = "" if axis is None else f" except along axis {axis}"
-            raise ArgumentError(
-                f"{what}: the ranks' arrays must agree in dtype and shape{along}; rank 0 has "
-                f"{dtype0}{list(shape0)} but rank {rank} has {dtype}{list(shape)}"
-            )
 
 
 # -- completion --------------------------------------------------------------

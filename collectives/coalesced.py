@@ -16,10 +16,8 @@ import numpy as np
 
 from dmesh.collectives import tracing
 from dmesh.collectives._common import (
-    all_gather_headers,
     as_array,
     check_flag,
-    check_same_except,
     from_front,
     row_size,
     to_front,
@@ -30,6 +28,7 @@ from dmesh.collectives.device import transport_for
 from dmesh.collectives.dtypes import mpi_datatype
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.collectives.group import Group, resolve_group
+from dmesh.collectives.headers import all_gather_headers, check_same_except
 from dmesh.collectives.reduce_ops import reduce_plan
 
 __all__ = ["all_gather_coalesced", "all_reduce_coalesced", "reduce_scatter_coalesced"]

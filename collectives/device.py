@@ -47,6 +47,31 @@ def array_module(x: Any) -> ModuleType:
     return np
 
 
+def to_host(x: Any) -> np.ndarray:
+    """``x`` as a NumPy array: a CuPy array is copied to host memory, others are not copied.
+
+    The one host-staging step of dmesh: kernels written with NumPy (sample
+    sort, the small matrices of TSQR, index routing), ``.npy`` writes and
+    ``full_array`` on a CPU mesh use it.
+    """
+    if type(x) is np.ndarray:
+        return x
+    if is_device_array(x):
+        return np.asarray(x.get())
+    return np.asarray(x)
+
+
+def to_module(x: Any, xp: ModuleType) -> Any:
+    """``x`` as an array of ``xp`` (``numpy`` or ``cupy``); copied only across devices.
+
+    The way back from :func:`to_host` (``xp`` is then the module
+    :func:`array_module` named before staging).
+    """
+    if xp is np:
+        return to_host(x)
+    return xp.asarray(x)
+
+
 class Transport:
     """How the buffers of one call reach MPI: host arrays, device pointers or staging."""
 

@@ -18,7 +18,6 @@ from mpi4py import MPI
 
 from dmesh.collectives import tracing
 from dmesh.collectives._common import (
-    all_gather_headers,
     as_array,
     check_flag,
     complete,
@@ -31,6 +30,7 @@ from dmesh.collectives.device import transport_for
 from dmesh.collectives.dtypes import host_datatype, mpi_datatype
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.collectives.group import Group, resolve_group
+from dmesh.collectives.headers import all_gather_headers
 
 __all__ = ["all_to_all", "permute"]
 

@@ -21,26 +21,29 @@ from mpi4py import MPI
 
 from dmesh.collectives import tracing
 from dmesh.collectives._common import (
-    MAX_DIMS,
-    all_gather_headers,
     as_array,
     check_flag,
     check_root,
-    check_same_except,
     complete,
-    decode_header,
-    encode_header,
     from_front,
     row_size,
     start_async,
     to_front,
 )
 from dmesh.collectives._eager import all_gather_slots
+from dmesh.collectives.agreement import raise_root_error
 from dmesh.collectives.blocks import balanced_sizes, check_sizes, normalize_axis, offsets_of
 from dmesh.collectives.device import is_device_array, transport_for, transport_for_device
 from dmesh.collectives.dtypes import host_datatype, mpi_datatype
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError
 from dmesh.collectives.group import Group, resolve_group
+from dmesh.collectives.headers import (
+    MAX_DIMS,
+    all_gather_headers,
+    check_same_except,
+    decode_header,
+    encode_header,
+)
 
 __all__ = ["all_gather", "broadcast", "gather", "scatter"]
 
@@ -220,7 +223,8 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
             error = exc
             header[0] = -1
     comm.Bcast(header, src)
-    _raise_if_root_failed(comm, header, error, src, "broadcast")
+    if header[0] < 0:  # the root announced invalid arguments: every rank raises its error
+        raise_root_error(comm, src, error, "broadcast")
     shape, dtype, (on_device,) = decode_header(header)
     transport = transport_for_device(bool(on_device), comm)
     if is_src:
@@ -238,25 +242,6 @@ def broadcast(x: Any, src: int = 0, group: Group = None, *, async_op: bool = Fal
         shape,
         dtype,
     )
-
-
-def _raise_if_root_failed(
-    comm: MPI.Intracomm, header: np.ndarray, error: Exception | None, root: int, what: str
-) -> None:
-    """Raise on every rank when the root announced invalid arguments (``header[0] < 0``).
-
-    The root's message follows in one pickled broadcast (only on this error
-    path), so every rank raises the same kind of error with the same text.
-    """
-    if header[0] >= 0:
-        return
-    is_type_error, message = comm.bcast(
-        (isinstance(error, TypeError), str(error)) if error is not None else None, root
-    )
-    if error is not None:
-        raise error
-    kind = ArgumentTypeError if is_type_error else ArgumentError
-    raise kind(f"{what}: invalid arguments on rank {root} (the root): {message}")
 
 
 def scatter(
@@ -305,7 +290,8 @@ def scatter(
             error = exc
             header[0] = -1
     comm.Bcast(header, src)
-    _raise_if_root_failed(comm, header, error, src, "scatter")
+    if header[0] < 0:  # the root announced invalid arguments: every rank raises its error
+        raise_root_error(comm, src, error, "scatter")
     shape, dtype, extra = decode_header(header)
     on_device, axis, pieces = extra[0], extra[1], extra[2:]
     per_row = row_size(shape, axis)

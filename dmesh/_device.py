@@ -6,13 +6,16 @@ dmesh`` never imports it.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
+import numpy as np
 from mpi4py import MPI
 
+from dmesh.collectives.agreement import raise_if_any_failed
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, suggest
 
-__all__ = ["DEVICES", "bind_cuda", "validate_device"]
+__all__ = ["DEVICES", "bind_cuda", "device_module", "validate_device"]
 
 DEVICES = ("cpu", "cuda")
 # Names people bring from other libraries, to point them at ours.
@@ -37,6 +40,14 @@ def validate_device(device: object) -> str:
     raise ArgumentError(f"device: {device!r} is not one of {list(DEVICES)}{extra}")
 
 
+def device_module(device: str) -> ModuleType:
+    """The array module of a mesh's ``device``: NumPy for ``"cpu"``, CuPy for ``"cuda"``.
+
+    CuPy is imported here, on the first ``"cuda"`` request only.
+    """
+    return _import_cupy() if device == "cuda" else np
+
+
 def _import_cupy() -> Any:
     import cupy
 
@@ -56,23 +67,24 @@ def bind_cuda(comm: MPI.Intracomm) -> None:
         On every rank, if CuPy cannot be imported or no GPU is visible on any
         rank.
     """
-    problem: str | None = None
-    cause: BaseException | None = None
+    problem: ArgumentError | None = None
     cupy: Any = None
     n_gpus = 0
     try:
         cupy = _import_cupy()
         n_gpus = int(cupy.cuda.runtime.getDeviceCount())
     except ImportError as exc:
-        problem = (
+        problem = ArgumentError(
             f"CuPy cannot be imported ({exc}); install the gpu extra: pip install 'dmesh[gpu]'"
         )
-        cause = exc
+        problem.__cause__ = exc
     except Exception as exc:  # CuPy raises CUDARuntimeError when there is no driver
-        problem = f"CUDA reports no usable GPU ({type(exc).__name__}: {exc})"
-        cause = exc
+        problem = ArgumentError(f"CUDA reports no usable GPU ({type(exc).__name__}: {exc})")
+        problem.__cause__ = exc
     if problem is None and n_gpus < 1:
-        problem = "no GPU is visible (check the node's GPUs and CUDA_VISIBLE_DEVICES)"
+        problem = ArgumentError(
+            "no GPU is visible (check the node's GPUs and CUDA_VISIBLE_DEVICES)"
+        )
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
         local_rank = node.Get_rank()
@@ -80,11 +92,5 @@ def bind_cuda(comm: MPI.Intracomm) -> None:
         node.Free()
     # The checks above used rank-local facts; agree on them before raising, or
     # the ranks that passed would wait forever in the next collective.
-    problems = comm.allgather(problem)
-    failed = [rank for rank, p in enumerate(problems) if p is not None]
-    if failed:
-        raise ArgumentError(
-            f"device='cuda' failed on rank(s) {failed} of comm: "
-            f"rank {failed[0]}: {problems[failed[0]]}"
-        ) from cause
+    raise_if_any_failed(comm, problem, "device='cuda'")
     cupy.cuda.Device(local_rank % n_gpus).use()

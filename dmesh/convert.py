@@ -7,11 +7,13 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
+from dmesh._device import device_module
 from dmesh.collectives import tracing
-from dmesh.collectives._common import MAX_DIMS, all_gather_headers, decode_header, encode_header
-from dmesh.collectives.device import array_module, is_device_array
+from dmesh.collectives.agreement import raise_if_any_failed, raise_root_error
+from dmesh.collectives.device import array_module, is_device_array, to_host, to_module
 from dmesh.collectives.dtypes import check_dtype
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.headers import MAX_DIMS, all_gather_headers, decode_header, encode_header
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Shard
 from dmesh.core.spec import DArraySpec
@@ -20,7 +22,7 @@ from dmesh.darray import DArray
 from dmesh.mesh import DeviceMesh
 from dmesh.redistribution import transfer
 
-__all__ = ["distribute", "from_local"]
+__all__ = ["blocks_on_host", "blocks_to", "distribute", "from_local", "to_mesh_device"]
 
 
 def distribute(
@@ -43,7 +45,7 @@ def distribute(
         spec = DArraySpec(mesh, layout, array.dtype)
         if mesh.coordinate is None:
             return DArray(array_module(array).empty(spec.local_shape(), array.dtype), spec)
-        block = _on_device(array[layout.slices(mesh.coordinate)].copy(), mesh)
+        block = to_mesh_device(array[layout.slices(mesh.coordinate)].copy(), mesh)
         return DArray(_make_partial(block, mesh, placements), spec)
     return _distribute_from(array, mesh, placements, src)
 
@@ -55,15 +57,33 @@ def _as_array(array: Any) -> Any:
     return array
 
 
-def _on_device(block: Any, mesh: Any) -> Any:
-    """The block as the mesh's device keeps it: CuPy on a ``"cuda"`` mesh, else NumPy."""
-    if mesh.device == "cuda" and not is_device_array(block):
-        import cupy
+def to_mesh_device(block: Any, mesh: Any) -> Any:
+    """``block`` on the mesh's device: CuPy on a ``"cuda"`` mesh, else NumPy (copied if needed)."""
+    return to_module(block, device_module(mesh.device))
 
-        return cupy.asarray(block)
-    if mesh.device == "cpu" and is_device_array(block):
-        return block.get()
-    return block
+
+def blocks_on_host(a: Any) -> tuple[Any, Any]:
+    """``a`` with its block in host memory, and the array module to return it to.
+
+    For kernels written with NumPy (the sample sort): stage with this, compute,
+    and hand the result to :func:`blocks_to`. Values that are not DArrays pass
+    through unchanged (module ``numpy``).
+    """
+    if not isinstance(a, DArray):
+        return a, np
+    xp = array_module(a.local)
+    return (a, np) if xp is np else (DArray(to_host(a.local), a.spec), xp)
+
+
+def blocks_to(result: Any, xp: Any) -> Any:
+    """``result`` (a DArray, or a tuple of them and other values) with blocks moved to ``xp``."""
+    if xp is np:
+        return result
+    if isinstance(result, DArray):
+        return DArray(to_module(result.local, xp), result.spec)
+    if isinstance(result, tuple):
+        return type(result)(blocks_to(item, xp) for item in result)
+    return result
 
 
 def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray:
@@ -91,10 +111,8 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
     if tracing.hooked:
         tracing.direct("broadcast", comm, header.nbytes * (comm.Get_rank() == src), header.nbytes)
     comm.Bcast(header, src)
-    if header[0] < 0:
-        if error is not None:
-            raise error
-        raise ArgumentError(f"distribute: the array on rank {src} (src) is invalid; see its error")
+    if header[0] < 0:  # src announced an invalid array: every rank raises its error
+        raise_root_error(comm, src, error, "distribute")
     shape, dtype, _ = decode_header(header)
     mesh, placements = _resolve(mesh, placements, len(shape))
     layout = Layout.balanced(mesh.shape, placements, shape)
@@ -102,7 +120,7 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
     xp = array_module(array) if comm.Get_rank() == src else np
     if not shape:  # a 0-d array: one value for everyone
         value = coll.broadcast(array if comm.Get_rank() == src else None, src, comm)
-        return DArray(_make_partial(_on_device(value, mesh), mesh, placements), spec)
+        return DArray(_make_partial(to_mesh_device(value, mesh), mesh, placements), spec)
     # The source layout: all of dim 0 on rank src of a 1-D view of the mesh.
     nranks = comm.Get_size()
     cut = tuple(0 if c <= src else shape[0] for c in range(nranks + 1))
@@ -113,7 +131,7 @@ def _distribute_from(array: Any, mesh: Any, placements: Any, src: int) -> DArray
     local = array if comm.Get_rank() == src else xp.empty((0, *shape[1:]), dtype)
     ranks = tuple(range(nranks))
     block = transfer(local, source, ranks, target, ranks, comm, layout.local_shape(mesh.coordinate))
-    return DArray(_make_partial(_on_device(block, mesh), mesh, placements), spec)
+    return DArray(_make_partial(to_mesh_device(block, mesh), mesh, placements), spec)
 
 
 def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any = None) -> DArray:
@@ -127,7 +145,7 @@ def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any 
     """
     block = _as_array(block)
     mesh, placements = _resolve(mesh, placements, block.ndim)
-    block = _on_device(block, mesh)
+    block = to_mesh_device(block, mesh)
     if not mesh.is_member:
         dims = tuple(block.shape) if shape is None else tuple(shape)
         layout = Layout.balanced(mesh.shape, placements, dims)
@@ -136,14 +154,14 @@ def from_local(block: Any, mesh: Any = None, placements: Any = None, shape: Any 
     if shape is not None:
         layout = Layout.balanced(mesh.shape, placements, tuple(int(n) for n in shape))
         expected = layout.local_shape(mesh.coordinate)
-        ok = coll.all_reduce(np.array(tuple(block.shape) == expected), "land", comm)
-        if not ok:
-            raise ArgumentError(
-                f"from_local: with shape={tuple(shape)} and placements {placements} the blocks "
-                f"must be those of the balanced layout; this rank's block is {tuple(block.shape)}"
-                f", expected {expected} (some rank's block differs). Pass shape=None to keep "
-                "uneven blocks"
+        problem = None
+        if tuple(block.shape) != expected:
+            problem = ArgumentError(
+                f"with shape={tuple(shape)} and placements {placements} the blocks must be "
+                f"those of the balanced layout; this rank's block is {tuple(block.shape)}, "
+                f"expected {expected}. Pass shape=None to keep uneven blocks"
             )
+        raise_if_any_failed(comm, problem, "from_local")
         return DArray(block, DArraySpec(mesh, layout, block.dtype))
     headers = all_gather_headers(comm, block.shape, block.dtype)
     layout = _layout_from_blocks(mesh, placements, [h[0] for h in headers], [h[1] for h in headers])

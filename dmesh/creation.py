@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh._device import device_module
 from dmesh.collectives.dtypes import check_dtype
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.core.layout import Layout
@@ -92,11 +93,7 @@ def _build(
 
 
 def _xp(mesh: DeviceMesh) -> Any:
-    if mesh.device == "cuda":
-        import cupy
-
-        return cupy
-    return np
+    return device_module(mesh.device)
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

@@ -46,8 +46,10 @@ import numpy as np
 from mpi4py import MPI
 
 from dmesh.collectives import tracing
+from dmesh.collectives.agreement import raise_if_any_failed
 from dmesh.collectives.dtypes import SUPPORTED_CODES
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, suggest
+from dmesh.collectives.headers import broadcast_bytes
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.darray import DArray
 from dmesh.io import npy as npy_io
@@ -143,7 +145,7 @@ def save_checkpoint(
         except Exception as exc:
             error = exc
     _agree(comm, error)
-    token = _bcast_bytes(comm, token.encode()).decode()
+    token = broadcast_bytes(comm, token.encode()).decode()
     temp = target.with_name(f"{target.name}.tmp-{token}")
     try:
         for name, a in arrays.items():
@@ -228,7 +230,7 @@ def load_checkpoint(
         except Exception as exc:
             error = exc
     _agree(comm, error)
-    entries, metadata, chunk = _parse_manifest(_bcast_bytes(comm, text), path)
+    entries, metadata, chunk = _parse_manifest(broadcast_bytes(comm, text), path)
     for entry, got in zip(entries, _checksums(comm, path, entries, chunk)):
         if got != entry.checksum:  # the same digests on every rank: the same verdict
             raise CheckpointError(
@@ -531,42 +533,13 @@ def _checksums(comm: MPI.Comm, path: Path, entries: list[_Entry], chunk: int) ->
     return out
 
 
-# Error classes a verdict carries, by index; other exceptions arrive as CheckpointError.
-_KINDS: tuple[type[DMeshError], ...] = (CheckpointError, ArgumentError, ArgumentTypeError)
-
-
 def _agree(comm: MPI.Comm, error: BaseException | None) -> None:
-    """Raise on every rank the error of the lowest rank that has one; return if none has."""
-    size = comm.Get_size()
-    failed = np.array([comm.Get_rank() if error is not None else size], np.int64)
-    if tracing.hooked:
-        tracing.direct("all_reduce", comm, failed.nbytes, failed.nbytes)
-    comm.Allreduce(MPI.IN_PLACE, failed, MPI.MIN)
-    root = int(failed[0])
-    if root == size:
-        return
-    kind, text = np.zeros(1, np.int64), ""
-    if comm.Get_rank() == root:
-        kind[0] = next((k for k, cls in enumerate(_KINDS) if type(error) is cls), 0)
-        ours = kind[0] or isinstance(error, CheckpointError)
-        text = str(error) if ours else f"rank {root}: {type(error).__name__}: {error}"
-    if tracing.hooked:
-        tracing.direct("broadcast", comm, kind.nbytes * (comm.Get_rank() == root), kind.nbytes)
-    comm.Bcast(kind, root)
-    message = _bcast_bytes(comm, text.encode(), root).decode()
-    raise _KINDS[int(kind[0])](message) from error
+    """Raise on every rank the error of the lowest rank that has one; return if none has.
 
-
-def _bcast_bytes(comm: MPI.Comm, data: bytes, root: int = 0) -> bytes:
-    length = np.array([len(data)], np.int64)
-    if tracing.hooked:  # two messages (length, bytes): recorded as one broadcast
-        tracing.direct("broadcast", comm, (8 + len(data)) * (comm.Get_rank() == root), 8)
-    comm.Bcast(length, root)
-    buf: np.ndarray = np.frombuffer(data, np.uint8).copy()
-    if comm.Get_rank() != root:
-        buf = np.empty(int(length[0]), np.uint8)
-    comm.Bcast(buf, root)
-    return bytes(buf.tobytes())
+    dmesh's own errors keep their class; anything else (an ``OSError``...)
+    arrives as a :class:`CheckpointError` naming its class.
+    """
+    raise_if_any_failed(comm, error, fallback=CheckpointError, kinds=(CheckpointError,))
 
 
 def _same_everywhere(comm: MPI.Comm, values: dict[str, str]) -> None:

@@ -29,10 +29,12 @@ import numpy as np
 from mpi4py import MPI
 
 from dmesh.collectives import tracing
-from dmesh.collectives.device import is_device_array
+from dmesh.collectives.agreement import raise_if_any_failed
+from dmesh.collectives.device import to_host
 from dmesh.collectives.dtypes import SUPPORTED_CODES
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError, UnsupportedError
-from dmesh.convert import _on_device
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.headers import broadcast_bytes
+from dmesh.convert import to_mesh_device
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Shard
 from dmesh.core.spec import DArraySpec
@@ -106,8 +108,9 @@ def save(path: str | os.PathLike[str], a: DArray, *, sync: bool = False) -> None
     coord = mesh.coordinate
     # One writer per block: replicas along non-sharding mesh dims stay silent.
     writer = all(c == 0 for c, p in zip(coord, layout.placements) if not isinstance(p, Shard))
-    block = a.local.get() if is_device_array(a.local) else a.local  # staged through the host
-    block = np.asarray(block, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    block = np.asarray(
+        to_host(a.local), order="C"
+    )  # staged through the host;  # (ascontiguousarray would make 0-d arrays 1-d)
     header = _header_bytes(a.shape, dtype)
     comm = mesh.comm()
     nbytes = math.prod(a.shape) * dtype.itemsize
@@ -162,7 +165,7 @@ def load(path: str | os.PathLike[str], mesh: Any = None, placements: Any = None)
     layout = Layout.balanced(mesh.shape, placements, shape)
     spec = DArraySpec(mesh, layout, dtype)
     if not mesh.is_member:
-        return DArray(_on_device(np.empty(spec.local_shape(), dtype), mesh), spec)
+        return DArray(to_mesh_device(np.empty(spec.local_shape(), dtype), mesh), spec)
     box = layout.block(mesh.coordinate)  # Partial dims are read whole, like Replicate
     file_shape = shape
     if header.fortran_order:  # the file holds the transpose in C order
@@ -182,7 +185,7 @@ def load(path: str | os.PathLike[str], mesh: Any = None, placements: Any = None)
     if header.fortran_order:
         block = block.T
     block = block.astype(dtype, order="C", copy=False)  # C order, native bytes
-    return DArray(_make_partial(_on_device(block, mesh), mesh, placements), spec)
+    return DArray(_make_partial(to_mesh_device(block, mesh), mesh, placements), spec)
 
 
 # -- header ------------------------------------------------------------------------
@@ -240,36 +243,20 @@ def _read_header(path: str) -> _Header:
     return _Header(tuple(shape), dtype, bool(fortran_order), offset)
 
 
-_ERRORS: dict[str, type[DMeshError]] = {"argument": ArgumentError, "unsupported": UnsupportedError}
-
-
 def _agree_header(path: str, comm: MPI.Intracomm) -> _Header:
-    """Rank 0's reading of the header, or its error, on every rank (two ``Bcast``)."""
-    error: DMeshError | None = None
-    if comm.Get_rank() == 0:
+    """Rank 0's reading of the header on every rank, or its error raised on every rank."""
+    error: Exception | None = None
+    text = b""
+    if comm.Get_rank() == 0:  # one reader: every rank sees the same header
         try:
             h = _read_header(path)
-            fields: dict[str, Any] = {"shape": h.shape, "descr": h.dtype.str,
-                                      "fortran": h.fortran_order, "offset": h.offset}  # fmt: skip
-        except (ArgumentError, UnsupportedError) as exc:
+            fields = {"shape": h.shape, "descr": h.dtype.str, "fortran": h.fortran_order,
+                      "offset": h.offset}  # fmt: skip
+            text = json.dumps(fields).encode()
+        except Exception as exc:  # ArgumentError, UnsupportedError: raised on every rank
             error = exc
-            kind = "argument" if isinstance(exc, ArgumentError) else "unsupported"
-            fields = {"error": kind, "message": str(exc)}
-        text = np.frombuffer(json.dumps(fields).encode(), dtype=np.uint8)
-        length = np.array([text.size], dtype=np.int64)
-    else:
-        length = np.zeros(1, dtype=np.int64)
-    if tracing.hooked:  # two messages (length, text): recorded as one broadcast
-        tracing.direct("broadcast", comm, 8 * (comm.Get_rank() == 0), 8)
-    comm.Bcast(length, 0)
-    if comm.Get_rank() != 0:
-        text = np.empty(int(length[0]), dtype=np.uint8)
-    comm.Bcast(text, 0)
-    if error is not None:
-        raise error
-    fields = json.loads(text.tobytes().decode())
-    if "error" in fields:
-        raise _ERRORS[fields["error"]](fields["message"] + " (as read by rank 0 of the mesh)")
+    raise_if_any_failed(comm, error)
+    fields = json.loads(broadcast_bytes(comm, text, 0).decode())
     shape = tuple(fields["shape"])
     return _Header(shape, np.dtype(fields["descr"]), fields["fortran"], fields["offset"])
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.device import array_module
+from dmesh.collectives.device import array_module, to_host
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard
@@ -262,13 +262,11 @@ def _block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
     return array_module(local).broadcast_to(local, layout.local_shape(coord))
 
 
-def _host(x: Any) -> np.ndarray:
-    return np.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x.get())
-
-
 def _points(plan: _Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np.ndarray:
     """This rank's index points, ``(n, len(axes))`` int64 in bounds (collective with DArrays)."""
-    columns = [_host(_block_of(i, index, coord)).astype(np.int64).reshape(-1) for i in plan.indices]
+    columns = [
+        to_host(_block_of(i, index, coord)).astype(np.int64).reshape(-1) for i in plan.indices
+    ]
     distributed = [j for j, i in enumerate(plan.indices) if _is_darray(i)]
     if distributed:  # reduce the verdict of the bound check so that every rank raises
         low = np.iinfo(np.int64).min
@@ -354,24 +352,10 @@ def _exchange(a: DArray, view: Layout, plan: _Plan, index: Layout, points: Any) 
 def _swap(x: Any, sent: list[int], received: list[int], comm: Any) -> Any:
     """``coll.all_to_all`` of rows: ``sent[q]`` rows of ``x`` to rank ``q``, ``received[q]`` back.
 
-    collectives' all_to_all picks ``Alltoall`` over ``Alltoallv`` when *this*
-    rank's counts are all equal, so ranks can choose differently and hang
-    (rank 0 of counts [[1, 1], [1, 2]] does). One padding row sent to itself
-    makes this rank's counts unequal, so every rank calls ``Alltoallv``; it is
-    cut out of what comes back.
+    The counts differ between ranks, so no ``sizes_agree`` promise is made:
+    every rank then takes ``Alltoallv`` whatever its own counts look like.
     """
-    ranks, me = len(sent), comm.Get_rank()
-    pad = int(ranks > 1 and sent[me] == sent[(me + 1) % ranks])
-    if not pad:
-        return coll.all_to_all(x, 0, 0, comm, split_sizes=sent, concat_sizes=received)
-    xp = array_module(x)
-    at = sum(sent[: me + 1])
-    padded = xp.concatenate([x[:at], xp.zeros((1, *x.shape[1:]), x.dtype), x[at:]])
-    out_sent = [n + (q == me) for q, n in enumerate(sent)]
-    in_received = [n + (q == me) for q, n in enumerate(received)]
-    out = coll.all_to_all(padded, 0, 0, comm, split_sizes=out_sent, concat_sizes=in_received)
-    cut = sum(received[: me + 1])
-    return xp.concatenate([out[:cut], out[cut + 1 :]])
+    return coll.all_to_all(x, 0, 0, comm, split_sizes=sent, concat_sizes=received)
 
 
 def _columns(xp: Any, offsets: Any) -> tuple[Any, ...]:

@@ -76,7 +76,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.device import array_module
+from dmesh.collectives.device import array_module, to_host
 from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -274,16 +274,12 @@ def _tsqr(
     path, r = combine(r, [min(s, n) for s in rows], comm)
     if normalize:
         tops = coll.all_gather(xp.ascontiguousarray(top @ path), 0, comm, sizes=heads)
-        signs = _lapack_signs(_host(tops), _host(xp.diagonal(r)), k == sum(rows))
+        signs = _lapack_signs(to_host(tops), to_host(xp.diagonal(r)), k == sum(rows))
         r = xp.asarray(signs)[:, None] * r
         path = path * xp.asarray(signs)
     if times is None:
         return r, None
     return r, lambda m: times(path @ m)
-
-
-def _host(x: Any) -> np.ndarray:
-    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 # -- arguments and results -----------------------------------------------------------------
@@ -526,7 +522,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[DArray, DArray, Any, DArra
         empty = _replicated(np.empty(0, real), mesh)
         return _replicated(np.empty(x_shape, result), mesh), empty, 0, empty
     r_aug, _ = _factor(a, compute, False, False, b.local.reshape(b.local.shape[0], cols))
-    x, residuals, rank, s = _small_lstsq(_host(r_aug), m, n, rcond, compute)
+    x, residuals, rank, s = _small_lstsq(to_host(r_aug), m, n, rcond, compute)
     if b.ndim == 1:
         x = x[:, 0]
     return (

@@ -29,11 +29,11 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh.collectives.errors import UnsupportedError
+from dmesh.convert import blocks_on_host, blocks_to
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.ops.kernels._host import on_host, to_device
 from dmesh.ops.registry import decompose
 
 
@@ -85,8 +85,8 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: 
     """``np.sort`` of a DArray (collective when the axis is sharded); the result is balanced."""
     if order is not None or kwargs:
         raise UnsupportedError("np.sort on DArrays supports axis and kind only")
-    host, xp = on_host(a)
-    result: DArray = to_device(_sort(host, axis, kind), xp)
+    host, xp = blocks_on_host(a)
+    result: DArray = blocks_to(_sort(host, axis, kind), xp)
     return result
 
 
@@ -117,16 +117,16 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwarg
     """``np.argsort`` of a DArray: global indices, always stable (collective when sharded)."""
     if order is not None or kwargs:
         raise UnsupportedError("np.argsort on DArrays supports axis and kind only")
-    host, xp = on_host(a)
-    result: DArray = to_device(_sort(host, axis, "stable", want_indices=True), xp)
+    host, xp = blocks_on_host(a)
+    result: DArray = blocks_to(_sort(host, axis, "stable", want_indices=True), xp)
     return result
 
 
 @decompose(np.unique)
 def unique(ar: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.unique`` of a DArray; see :func:`_unique` (device blocks are sorted on the host)."""
-    host, xp = on_host(ar)
-    return to_device(_unique(host, *args, **kwargs), xp)
+    host, xp = blocks_on_host(ar)
+    return blocks_to(_unique(host, *args, **kwargs), xp)
 
 
 def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
