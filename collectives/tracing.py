@@ -19,6 +19,9 @@ observed again: ``depth`` counts the observed calls in progress.
   that, prints which collective and call site this rank is in and aborts.
 * **recorders**: after the call, each gets a :class:`CollectiveRecord`.
 
+What a call is (its description, fingerprint and the agreement check) lives
+in ``collectives/_calls.py``; this module keeps the switches and the state.
+
 Higher layers add context without importing upward: ``dmesh`` names mesh
 communicators (:func:`name_group`) and registers its package folders
 (:func:`add_library_path`) so that the caller is found outside them
@@ -31,8 +34,6 @@ no check at all.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import inspect
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -40,13 +41,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
 from mpi4py import MPI
 
 from dmesh.collectives import _watchdog as _watchdog_module
+from dmesh.collectives._calls import (
+    Call,
+    check_agreement,
+    describe,
+    forget_group,
+    group_name,
+    name_group,
+    nbytes,
+    sent_bytes,
+    text_of,
+)
 from dmesh.collectives._callsite import add_library_path, find_caller
-from dmesh.collectives.errors import ArgumentError, CollectiveMismatchError, DMeshError
-from dmesh.collectives.group import resolve_group
+from dmesh.collectives.errors import ArgumentError
 
 __all__ = [
     "CollectiveRecord",
@@ -57,6 +67,7 @@ __all__ = [
     "checking_enabled",
     "direct",
     "emit",
+    "forget_group",
     "hooked",
     "in_op_scope",
     "name_group",
@@ -118,7 +129,6 @@ _recorders: list[Recorder] = []
 _scopes: list[OpScope] = []
 _checking = 0  # > 0: checking mode on (nested enables count)
 _hook_listeners: list[Callable[[bool], None]] = []
-_group_names: dict[int, tuple[str, int | None]] = {}
 
 
 # -- switching on and off ----------------------------------------------------------
@@ -161,18 +171,6 @@ def checking_enabled() -> bool:
     return _checking > 0
 
 
-def name_group(comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> None:
-    """Give ``comm`` a name for records and reports (a mesh dim's communicator)."""
-    if comm != MPI.COMM_NULL:
-        _group_names[comm.py2f()] = (name, mesh_dim)
-
-
-def forget_group(comm: MPI.Comm) -> None:
-    """Drop ``comm``'s name (before it is freed: handles are reused)."""
-    if comm != MPI.COMM_NULL:
-        _group_names.pop(comm.py2f(), None)
-
-
 # -- op scopes and events -------------------------------------------------------------
 @contextmanager
 def op_scope(label: str, inputs: tuple[Any, ...]) -> Iterator[OpScope]:
@@ -205,117 +203,6 @@ def emit(kind: str, info: Any) -> None:
         recorder.event(kind, info)
 
 
-# -- what a call is ------------------------------------------------------------------------
-# collective -> the name of the argument that is its group, and which input dims
-# may differ between ranks ("all": any; or the names of axis arguments).
-_FREE_DIMS: dict[str, tuple[str, ...]] = {
-    "all_reduce": (),
-    "reduce_scatter": (),
-    "all_reduce_coalesced": (),
-    "reduce_scatter_coalesced": (),
-    "all_gather": ("axis",),
-    "all_gather_coalesced": ("axis",),
-    "gather": ("axis",),
-    "all_to_all": ("split_axis", "concat_axis"),
-    "permute": ("all",),
-    "broadcast": ("all", "dtype"),  # only the source's input is read
-    "scatter": ("all", "dtype"),
-}
-_signatures: dict[Any, inspect.Signature] = {}
-
-
-@dataclass(frozen=True)
-class _Call:
-    name: str
-    comm: MPI.Comm
-    group: str
-    mesh_dim: int | None
-    shapes: tuple[tuple[int, ...], ...] | None
-    dtype: str | None
-    fingerprint: str
-    site: str
-    library: str
-    async_op: bool
-
-
-def _describe(name: str, fn: Any, kwargs: dict[str, Any]) -> _Call | None:
-    """What this call is, or None when its arguments are invalid (the call itself says why)."""
-    signature = _signatures.get(fn)
-    if signature is None:
-        signature = _signatures[fn] = inspect.signature(fn)
-    try:
-        bound = signature.bind(**kwargs)
-        bound.apply_defaults()
-        comm = resolve_group(bound.arguments.get("group"))
-    except (TypeError, DMeshError):
-        return None
-    values = bound.arguments
-    inputs = values.get("xs", None) if "xs" in values else [values.get("x")]
-    arrays: list[Any] = [x for x in (inputs or []) if hasattr(x, "shape") and hasattr(x, "dtype")]
-    shapes = tuple(tuple(int(s) for s in x.shape) for x in arrays) if arrays else None
-    dtype = str(arrays[0].dtype) if arrays else None
-    free = _FREE_DIMS.get(name, ("all",))
-    agreed_shapes: Any = None if "all" in free else shapes
-    if agreed_shapes is not None and free:
-        axes = {int(values[a]) for a in free if isinstance(values.get(a), int)}
-        agreed_shapes = tuple(
-            tuple(-1 if i in axes or i - len(s) in axes else n for i, n in enumerate(s))
-            for s in agreed_shapes
-        )
-    agreed_dtype = None if "dtype" in free else dtype
-    site, caller, library = find_caller()
-    group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
-    if group is None:
-        group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
-    fingerprint = repr((name, agreed_dtype, agreed_shapes, comm.Get_size(), caller))
-    return _Call(
-        name,
-        comm,
-        group,
-        mesh_dim,
-        shapes,
-        dtype,
-        fingerprint,
-        site,
-        library,
-        bool(values.get("async_op", False)),
-    )
-
-
-def _text(call: _Call) -> str:
-    shapes = "" if call.shapes is None else ", ".join(f"{call.dtype}{list(s)}" for s in call.shapes)
-    return f"{call.name}({shapes}) on {call.group} at {call.site}"
-
-
-def _nbytes(value: Any) -> int:
-    if isinstance(value, (list, tuple)):
-        return sum(_nbytes(v) for v in value)
-    if value is None or not hasattr(value, "shape"):
-        return 0
-    return int(np.prod(value.shape, dtype=np.int64)) * int(np.dtype(value.dtype).itemsize)
-
-
-# -- checking ---------------------------------------------------------------------------------
-def _check(call: _Call) -> None:
-    """Compare ``call`` across its communicator; raise on every rank if they differ."""
-    comm = call.comm
-    digest = hashlib.blake2b(call.fingerprint.encode(), digest_size=8).digest()
-    mine = np.frombuffer(digest, dtype=np.int64).copy()
-    every = np.empty(comm.Get_size(), dtype=np.int64)
-    comm.Allgather([mine, MPI.INT64_T], [every, MPI.INT64_T])
-    if (every == every[0]).all():
-        return
-    texts = comm.allgather(_text(call))  # every rank is here: the digests reached all
-    lines = [f"  rank {r}: {t}" for r, t in enumerate(texts)]
-    raise CollectiveMismatchError(
-        f"the ranks of {call.group} ({comm.Get_size()} ranks) called different collectives "
-        "(checking mode, DMESH_CHECK); without it they would hang or exchange wrong data:\n"
-        + "\n".join(lines)
-        + "\nEvery rank must make the same collective calls in the same order; look for "
-        "a branch on the rank or on data that differs between ranks."
-    )
-
-
 def _read_check() -> int:
     text = os.environ.get("DMESH_CHECK", "").strip().lower()
     if text in ("", "0", "false", "no", "off"):
@@ -342,7 +229,7 @@ def observe(name: str, fn: Any, arguments: dict[str, Any]) -> Any:
     if name == "permute" and not isinstance(kwargs.get("pairs"), (list, tuple)):
         with contextlib.suppress(TypeError):  # not iterable: the call says so
             kwargs["pairs"] = list(kwargs["pairs"])  # an iterator is read twice
-    call = _describe(name, fn, kwargs)
+    call = describe(name, fn, kwargs)
     if call is None:  # invalid arguments: let the call raise its own error
         depth += 1
         try:
@@ -350,10 +237,10 @@ def observe(name: str, fn: Any, arguments: dict[str, Any]) -> Any:
         finally:
             depth -= 1
     if _checking > 0:
-        _check(call)
+        check_agreement(call)
     watchdog = _watchdog
     if watchdog is not None:
-        watchdog.current = (_text(call), time.monotonic())
+        watchdog.current = (text_of(call), time.monotonic())
     depth += 1
     try:
         result = fn(**kwargs)
@@ -362,9 +249,9 @@ def observe(name: str, fn: Any, arguments: dict[str, Any]) -> Any:
         if watchdog is not None:
             watchdog.current = None
     if watchdog is not None:
-        watchdog.last = _text(call)
+        watchdog.last = text_of(call)
     if _recorders:
-        _record(call, _sent_bytes(name, kwargs, call.comm), _nbytes(result))
+        _record(call, sent_bytes(name, kwargs, call.comm), nbytes(result))
     return result
 
 
@@ -384,33 +271,16 @@ def direct(name: str, comm: MPI.Comm, sent: int = 0, received: int = 0) -> None:
     if depth:
         return
     site, caller, library = find_caller()
-    group, mesh_dim = _group_names.get(comm.py2f(), (None, None))
-    if group is None:
-        group = "COMM_WORLD" if comm == MPI.COMM_WORLD else "a communicator"
+    group, mesh_dim = group_name(comm)
     fingerprint = repr((name, None, None, comm.Get_size(), caller))
-    call = _Call(name, comm, group, mesh_dim, None, None, fingerprint, site, library, False)
+    call = Call(name, comm, group, mesh_dim, None, None, fingerprint, site, library, False)
     if _checking > 0:
-        _check(call)
+        check_agreement(call)
     if _recorders:
         _record(call, sent, received)
 
 
-def _sent_bytes(name: str, values: dict[str, Any], comm: MPI.Comm) -> int:
-    """Bytes of this rank's input that the collective sends."""
-    x = values.get("xs", values.get("x"))
-    if name == "permute":  # only a rank that is a source sends
-        rank = comm.Get_rank()
-        try:
-            sends = any(int(src) == rank for src, _ in values.get("pairs", ()))
-        except (TypeError, ValueError):
-            sends = False
-        return _nbytes(x) if sends else 0
-    if name in ("broadcast", "scatter"):  # only the source's input is read
-        return _nbytes(x) if values.get("src", 0) == comm.Get_rank() else 0
-    return _nbytes(x)
-
-
-def _record(call: _Call, sent: int, received: int) -> None:
+def _record(call: Call, sent: int, received: int) -> None:
     op = _scopes[0].label if _scopes else call.library or f"dmesh.collectives.{call.name}"
     record = CollectiveRecord(
         collective=call.name,
