@@ -6,8 +6,8 @@ ranks, then one ``Cart_sub`` per mesh dimension, all created eagerly by
 collective that only some ranks might reach.
 
 A mesh and everything derived from it (sub-meshes, flattened meshes) form one
-family whose communicators the root mesh owns: :meth:`DeviceMesh.close` on the
-root frees them all, and whatever is still open at exit is freed by
+family whose communicators the root mesh owns (:mod:`dmesh.communicators`):
+:meth:`DeviceMesh.close` on the root frees them all, and whatever is still open at exit is freed by
 ``dmesh.collectives.lifecycle`` before ``MPI_Finalize``. Nothing is freed in
 ``__del__``: freeing is collective, and garbage collection runs at different
 moments on different ranks.
@@ -23,42 +23,13 @@ import numpy.typing as npt
 from mpi4py import MPI
 
 from dmesh._device import bind_cuda, validate_device
-from dmesh.collectives import lifecycle, tracing
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, DMeshError
+from dmesh.collectives.errors import ArgumentError, DMeshError
+from dmesh.communicators import MeshFamily, validate_comm
 from dmesh.core.abstract_mesh import AbstractMesh
 
 __all__ = ["DeviceMesh", "init_mesh"]
 
 MeshDims: TypeAlias = int | str | tuple[int | str, ...] | list[int | str]
-
-
-class _Family:
-    """The communicators of one :func:`init_mesh` call and the meshes derived from it."""
-
-    def __init__(self) -> None:
-        self.owned: list[MPI.Comm] = []
-        self.derived: dict[tuple[str, tuple[int, ...]], DeviceMesh] = {}
-        self.closed = False
-
-    def own(self, comm: MPI.Comm, name: str, mesh_dim: int | None = None) -> MPI.Comm:
-        """Keep ``comm`` to free it on close; ``name`` is how debug tools call it."""
-        if comm != MPI.COMM_NULL:
-            lifecycle.track(comm)
-            tracing.name_group(comm, name, mesh_dim)
-            self.owned.append(comm)
-        return comm
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.derived.clear()
-        # Newest first: every member created these in the same order, so every
-        # member frees them in the same order too.
-        while self.owned:
-            comm = self.owned.pop()
-            tracing.forget_group(comm)
-            lifecycle.release(comm)
 
 
 class DeviceMesh:
@@ -82,7 +53,7 @@ class DeviceMesh:
         coordinate: tuple[int, ...] | None,
         ranks: npt.NDArray[np.int64],
         root_dims: tuple[int, ...],
-        family: _Family,
+        family: MeshFamily,
         is_root: bool,
     ) -> None:
         self._abstract = abstract
@@ -374,57 +345,21 @@ def init_mesh(
     >>> mesh = init_mesh((2, -1), names=("dp", "tp"))  # doctest: +SKIP
     >>> mesh["tp"].comm()                               # doctest: +SKIP
     """
-    comm = _validate_comm(comm)
+    comm = validate_comm(comm)
     abstract = AbstractMesh.for_ranks(shape, names, comm.Get_size())
     device = validate_device(device)
     if device == "cuda":
         bind_cuda(comm)
-    family = _Family()
-    dims, ndim = abstract.shape, abstract.ndim
-    # reorder=False keeps comm's rank order, so ranks are simply row-major.
-    new_cart = comm.Create_cart(list(dims), [False] * ndim, reorder=False)
-    cart: MPI.Comm = MPI.COMM_NULL
-    dim_comms: tuple[MPI.Comm, ...] = (MPI.COMM_NULL,) * ndim
-    coordinate: tuple[int, ...] | None = None
-    if new_cart != MPI.COMM_NULL:  # ranks beyond prod(shape) get COMM_NULL
-        names = abstract.names
-        coordinate = tuple(new_cart.Get_coords(new_cart.Get_rank()))
-        # A 1-D mesh's only dimension is the whole mesh: no second communicator.
-        if ndim == 1:
-            cart = family.own(new_cart, f"mesh dim 0 ({names[0]!r})", 0)
-            dim_comms = (cart,)
-        else:
-            cart = family.own(new_cart, f"mesh {names}")
-            dim_comms = tuple(
-                family.own(
-                    new_cart.Sub([j == i for j in range(ndim)]), f"mesh dim {i} ({names[i]!r})", i
-                )
-                for i in range(ndim)
-            )
+    family = MeshFamily()
+    cart, dim_comms, coordinate = family.create_cart(comm, abstract)
     return DeviceMesh(
         abstract=abstract,
         device=device,
         cart=cart,
         dim_comms=dim_comms,
         coordinate=coordinate,
-        ranks=np.arange(abstract.size(), dtype=np.int64).reshape(dims),
-        root_dims=tuple(range(ndim)),
+        ranks=np.arange(abstract.size(), dtype=np.int64).reshape(abstract.shape),
+        root_dims=tuple(range(abstract.ndim)),
         family=family,
         is_root=True,
     )
-
-
-def _validate_comm(comm: object) -> MPI.Intracomm:
-    if not isinstance(comm, MPI.Comm):
-        raise ArgumentTypeError(
-            f"comm: expected an MPI.Intracomm such as MPI.COMM_WORLD, got "
-            f"{type(comm).__name__}: {comm!r}"
-        )
-    if comm == MPI.COMM_NULL:
-        raise ArgumentError("comm: got MPI.COMM_NULL; pass a communicator this rank belongs to")
-    if not isinstance(comm, MPI.Intracomm):
-        raise ArgumentTypeError(
-            f"comm: expected an MPI.Intracomm, got {type(comm).__name__}; a mesh is built "
-            "on an intracommunicator such as MPI.COMM_WORLD"
-        )
-    return comm
