@@ -41,7 +41,7 @@ from dmesh.core.spec import DArraySpec
 from dmesh.creation import _make_partial, _resolve
 from dmesh.darray import DArray
 
-__all__ = ["load", "save"]
+__all__ = ["load", "read_header", "save"]
 
 # Bytes one rank moves in one collective call: far below the 2**31-element
 # limit of MPI counts for every itemsize, large enough that the calls' own
@@ -158,7 +158,7 @@ def load(path: str | os.PathLike[str], mesh: Any = None, placements: Any = None)
     path = _check_path(path, "load")
     mesh, _ = _resolve(mesh, None, 0)  # the mesh alone: placements need the header
     # A non-member joins no collective: it reads the header for the global shape itself.
-    header = _agree_header(path, mesh.comm()) if mesh.is_member else _read_header(path)
+    header = _agree_header(path, mesh.comm()) if mesh.is_member else read_header(path)
     shape = header.shape
     mesh, placements = _resolve(mesh, placements, len(shape))
     dtype = header.dtype.newbyteorder("=")
@@ -201,8 +201,8 @@ def _header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
     return out.getvalue()
 
 
-def _read_header(path: str) -> _Header:
-    """Parse and check ``path``'s header (local; raises ArgumentError or UnsupportedError)."""
+def read_header(path: str) -> _Header:
+    """Parse and check ``path``'s header; local (raises ArgumentError or UnsupportedError)."""
     try:
         with open(path, "rb") as f:
             try:
@@ -249,7 +249,7 @@ def _agree_header(path: str, comm: MPI.Intracomm) -> _Header:
     text = b""
     if comm.Get_rank() == 0:  # one reader: every rank sees the same header
         try:
-            h = _read_header(path)
+            h = read_header(path)
             fields = {"shape": h.shape, "descr": h.dtype.str, "fortran": h.fortran_order,
                       "offset": h.offset}  # fmt: skip
             text = json.dumps(fields).encode()

@@ -5,7 +5,8 @@ NumPy's rules for advanced indices: the index arrays (and any int next to
 them) broadcast to one shape ``S``; the result has ``S`` in place of the
 indexed dims when those items are adjacent in the key, and first otherwise.
 A bool ndarray counts as its ``nonzero()`` arrays. Indices may be negative
-and are bounds-checked (``IndexError``, as in NumPy).
+and are bounds-checked (``IndexError``, as in NumPy). The key is checked and
+split by :mod:`dmesh.ops.indexing.keys`.
 
 **Contract**: a list or ndarray in the key is the same on every rank (like
 an int index; it is never sent). A DArray index (integer dtype, on the
@@ -44,161 +45,24 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh.collectives.device import array_module, to_host
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.indexing.keys import Plan, is_advanced, is_darray, parse
 
 __all__ = ["getitem", "is_advanced", "setitem", "take"]
 
-_VALID = (
-    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
-    "boolean arrays are valid indices"
-)
 
-
-def _is_darray(item: Any) -> bool:
-
-    return isinstance(item, DArray)
-
-
-def is_advanced(key: Any) -> bool:
-    """Whether ``key`` holds an index array (a list, an ndarray with dims, a DArray) or a bool."""
-    items = key if isinstance(key, tuple) else (key,)
-    return any(
-        isinstance(i, (list, bool, np.bool_))
-        or (isinstance(i, np.ndarray) and (i.ndim > 0 or i.dtype == np.bool_))
-        or _is_darray(i)
-        for i in items
-    )
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """A key split into a basic view and the advanced indices into that view."""
-
-    basic: tuple[Any, ...]  # the key with slice(None) for each advanced item
-    axes: tuple[int, ...]  # the dims of the view that the indices address
-    dims: tuple[int, ...]  # the same dims of the indexed array (for messages)
-    sizes: tuple[int, ...]  # their lengths
-    indices: tuple[Any, ...]  # int64 ndarrays (checked, >= 0) or integer DArrays (unchecked)
-    shape: tuple[int, ...]  # the broadcast shape S of the indices
-    position: int  # where S goes in the result
-
-
-def _as_index(item: Any, spec: DArraySpec) -> Any:
-    """A key item that is not a slice/None/...: an int ndarray, a bool ndarray or a DArray."""
-    if _is_darray(item):
-        if item.mesh is not spec.mesh:
-            raise ArgumentTypeError("an index DArray must be on the indexed array's mesh")
-        if item.dtype.kind == "b":
-            raise UnsupportedError(
-                "a boolean DArray inside an index is not supported: read with a[mask] (a mask "
-                "of the array's whole shape) or index with the int DArrays of np.nonzero(mask); "
-                "assign with np.where(mask, value, a)"
-            )
-        if item.dtype.kind not in "iu":
-            raise IndexError(_VALID)
-        return item
-    if isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and item.ndim == 0
-                                               and item.dtype == np.bool_):  # fmt: skip
-        raise UnsupportedError("a boolean scalar index (a[True]) is not supported on DArrays")
-    array = np.asarray(item)
-    if isinstance(item, list) and array.size == 0:
-        array = array.astype(np.intp)  # NumPy reads [] as an empty index, not floats
-    if array.dtype.kind not in "iub":
-        raise IndexError(_VALID)
-    return array
-
-
-def _parse(spec: DArraySpec, key: Any) -> _Plan:
-    """Check ``key`` from what every rank knows and split it (no communication)."""
-    items = [
-        i if i is None or i is Ellipsis or isinstance(i, slice) else _as_index(i, spec)
-        for i in (key if isinstance(key, tuple) else (key,))
-    ]
-    if sum(1 for i in items if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(
-        max(i.ndim, 1) if isinstance(i, np.ndarray) and i.dtype == np.bool_ else 1
-        for i in items
-        if i is not None and i is not Ellipsis
-    )
-    if used > spec.ndim:
-        raise IndexError(f"too many indices for a {spec.ndim}-d DArray: {used} were given")
-    basic: list[Any] = []
-    axes: list[int] = []
-    dims: list[int] = []
-    indices: list[Any] = []
-    at: list[int] = []  # the key position of each index, for NumPy's placement rule
-    d = v = 0  # the input dim and the view dim of the next item
-    for k, item in enumerate(items):
-        if item is None or isinstance(item, slice) or item is Ellipsis:
-            width = spec.ndim - used if item is Ellipsis else 1
-            basic.append(item)
-            d += 0 if item is None else width
-            v += width
-            continue
-        boolean = isinstance(item, np.ndarray) and item.dtype == np.bool_
-        if boolean:
-            _check_mask(item, spec.shape, d)
-        for part in np.nonzero(item) if boolean else (item,):
-            indices.append(part if _is_darray(part) else _checked(part, spec.shape[d], d))
-            dims.append(d)
-            axes.append(v)
-            basic.append(slice(None))
-            at.append(k)
-            d += 1
-            v += 1
-    try:
-        shape = np.broadcast_shapes(*(i.shape for i in indices))
-    except ValueError as exc:
-        shapes = " ".join(str(i.shape) for i in indices)
-        raise IndexError(
-            f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}"
-        ) from exc
-    # NumPy: the index dims replace the indexed ones when the advanced items are
-    # adjacent in the key (ellipsis, None and slices separate them), else go first.
-    adjacent = at[-1] - at[0] == len(set(at)) - 1
-    return _Plan(
-        tuple(basic),
-        tuple(axes),
-        tuple(dims),
-        tuple(spec.shape[d] for d in dims),
-        tuple(indices),
-        shape,
-        axes[0] if adjacent else 0,
-    )
-
-
-def _check_mask(mask: np.ndarray, shape: tuple[int, ...], first: int) -> None:
-    for k, n in enumerate(mask.shape):
-        if shape[first + k] != n:
-            raise IndexError(
-                f"boolean index did not match indexed array along axis {first + k}; size of "
-                f"axis is {shape[first + k]} but size of corresponding boolean axis is {n}"
-            )
-
-
-def _checked(index: np.ndarray, n: int, axis: int) -> np.ndarray:
-    """``index`` as int64 in ``[0, n)``, or IndexError naming the first bad value."""
-    index = index.astype(np.int64)
-    bad = (index >= n) | (index < -n)
-    if bad.any():
-        value = int(index[bad].flat[0])
-        raise IndexError(f"index {value} is out of bounds for axis {axis} with size {n}")
-    return np.where(index < 0, index + n, index)
-
-
-def _group(view: Layout, plan: _Plan) -> tuple[int, ...]:
+def _group(view: Layout, plan: Plan) -> tuple[int, ...]:
     """The mesh dims that shard the indexed dims, in mesh-dim order."""
     return tuple(
         m for m, p in enumerate(view.placements) if isinstance(p, Shard) and p.dim in plan.axes
     )
 
 
-def _index_layout(view: Layout, plan: _Plan, keep: bool) -> Layout:
+def _index_layout(view: Layout, plan: Plan, keep: bool) -> Layout:
     """Which block of the broadcast index points each rank handles (its block of the result).
 
     The first index dim is sharded over the group. With ``keep``, a DArray
@@ -207,7 +71,7 @@ def _index_layout(view: Layout, plan: _Plan, keep: bool) -> Layout:
     then write different elements).
     """
     group = _group(view, plan)
-    first = next((i for i in plan.indices if _is_darray(i) and i.shape == plan.shape), None)
+    first = next((i for i in plan.indices if is_darray(i) and i.shape == plan.shape), None)
     placements: list[Placement] = []
     for m, p in enumerate(view.placements):
         q = first.placements[m] if first is not None else Replicate()
@@ -223,7 +87,7 @@ def _index_layout(view: Layout, plan: _Plan, keep: bool) -> Layout:
     return Layout.balanced(view.mesh_shape, tuple(placements), plan.shape)
 
 
-def _result_layout(view: Layout, plan: _Plan, index: Layout) -> Layout:
+def _result_layout(view: Layout, plan: Plan, index: Layout) -> Layout:
     """The view's other dims with the index dims (laid out as ``index``) at ``plan.position``."""
     rest = [d for d in range(len(view.shape)) if d not in plan.axes]
     s, pos = len(plan.shape), plan.position
@@ -249,7 +113,7 @@ def _block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
     A DArray is first laid out like ``layout`` on its own dims (replicated
     along the dims it is broadcast over), so only the block's elements come here.
     """
-    if not _is_darray(x):
+    if not is_darray(x):
         return array_module(x).broadcast_to(x, layout.shape)[layout.slices(coord)]
     lead = len(layout.shape) - x.ndim
     own = [d >= lead and x.shape[d - lead] == layout.shape[d] for d in range(len(layout.shape))]
@@ -262,12 +126,12 @@ def _block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
     return array_module(local).broadcast_to(local, layout.local_shape(coord))
 
 
-def _points(plan: _Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np.ndarray:
+def _points(plan: Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np.ndarray:
     """This rank's index points, ``(n, len(axes))`` int64 in bounds (collective with DArrays)."""
     columns = [
         to_host(_block_of(i, index, coord)).astype(np.int64).reshape(-1) for i in plan.indices
     ]
-    distributed = [j for j, i in enumerate(plan.indices) if _is_darray(i)]
+    distributed = [j for j, i in enumerate(plan.indices) if is_darray(i)]
     if distributed:  # reduce the verdict of the bound check so that every rank raises
         low = np.iinfo(np.int64).min
         extremes = [
@@ -287,7 +151,7 @@ def _points(plan: _Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np
     return np.stack(columns, axis=1)
 
 
-def _route(view: Layout, plan: _Plan, group: tuple[int, ...], points: Any) -> tuple[Any, Any]:
+def _route(view: Layout, plan: Plan, group: tuple[int, ...], points: Any) -> tuple[Any, Any]:
     """Owner (rank in the group's communicator) and offsets in its block of each point."""
     owners = np.zeros(points.shape[0], np.int64)
     offsets = points.copy()
@@ -307,10 +171,10 @@ def _route(view: Layout, plan: _Plan, group: tuple[int, ...], points: Any) -> tu
 
 
 def _incoming(
-    view: Layout, plan: _Plan, index: Layout, group: tuple[int, ...], me: int, ranks: int
+    view: Layout, plan: Plan, index: Layout, group: tuple[int, ...], me: int, ranks: int
 ) -> list[int] | None:
     """How many points each rank of the group asks of this one, if every rank can know."""
-    if any(_is_darray(i) for i in plan.indices):
+    if any(is_darray(i) for i in plan.indices):
         return None
     shape = plan.shape
     every = np.stack([np.broadcast_to(i, shape).reshape(-1) for i in plan.indices], axis=1)
@@ -334,7 +198,7 @@ class _Exchange:
     received: list[int]  # points each group rank asks of this one
 
 
-def _exchange(a: DArray, view: Layout, plan: _Plan, index: Layout, points: Any) -> _Exchange:
+def _exchange(a: DArray, view: Layout, plan: Plan, index: Layout, points: Any) -> _Exchange:
     group = _group(view, plan)
     comm = a.mesh[group].comm()
     ranks, me = comm.Get_size(), comm.Get_rank()
@@ -365,7 +229,7 @@ def _columns(xp: Any, offsets: Any) -> tuple[Any, ...]:
 def getitem(a: DArray, key: Any) -> DArray:
     """``a[key]`` with integer arrays in the key (collective when an indexed dim is sharded)."""
 
-    plan = _parse(a.spec, key)
+    plan = parse(a.spec, key)
     view = a[plan.basic]
     index = _index_layout(view.spec.layout, plan, keep=True)
     layout = _result_layout(view.spec.layout, plan, index)
@@ -398,14 +262,14 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     ``value`` is a scalar, an array every rank holds or a DArray, broadcastable
     to the selection ``a[key]``.
     """
-    plan = _parse(a.spec, key)
+    plan = parse(a.spec, key)
     view = a[plan.basic]  # a view: writing into its blocks writes into a's
     index = _index_layout(view.spec.layout, plan, keep=False)
     layout = _result_layout(view.spec.layout, plan, index)
-    if _is_darray(value) and value.mesh is not a.mesh:
+    if is_darray(value) and value.mesh is not a.mesh:
         raise ArgumentTypeError("the assigned DArray must be on the array's mesh")
     xp = array_module(a.local)
-    if not _is_darray(value):
+    if not is_darray(value):
         value = np.asarray(value) if xp is np else xp.asarray(value)
     extra = 0  # NumPy drops leading length-1 dims of a value with more dims than the selection
     while value.ndim - extra > len(layout.shape) and value.shape[extra] == 1:
@@ -471,7 +335,7 @@ def take(a: DArray, indices: Any, axis: int | None = None, mode: str = "raise") 
     n = array.shape[axis]
     if mode not in ("raise", "wrap", "clip"):
         raise ArgumentError(f"np.take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    if not _is_darray(indices):
+    if not is_darray(indices):
         indices = np.asarray(indices)
         if indices.size == 0:
             indices = indices.astype(np.intp)  # [] reads as floats
