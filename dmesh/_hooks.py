@@ -18,6 +18,9 @@ dispatch_function: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any] | 
 # (ufunc, inputs, index of the temporary operand whose block may hold the
 # result) -> result; installed by ops.dispatch (see dmesh._elision).
 dispatch_donated: Callable[[Any, tuple[Any, ...], int], Any] | None = None
+# (ufunc, inputs) -> result of ``ufunc(*inputs)`` for DArray operators with
+# DArray or Python scalar operands, past NumPy's protocol; installed by ops.dispatch.
+dispatch_operator: Callable[[Any, tuple[Any, ...]], Any] | None = None
 # (array, key) -> DArray; installed by dmesh.ops.indexing (``a[key]``).
 getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).

@@ -1,11 +1,21 @@
-"""``dmesh.implicit_replication()``: let plain arrays mix with DArrays as replicated values."""
+"""Process-wide settings: implicit replication of plain arrays, temporary elision.
+
+* ``dmesh.implicit_replication()``: let plain arrays mix with DArrays as
+  replicated values;
+* :func:`set_temporary_elision` (or ``DMESH_ELIDE=1`` in the environment):
+  let DArray arithmetic reuse a temporary operand's block (``dmesh._elision``
+  says when that is safe, and why it is off by default).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["implicit_replication", "implicit_replication_active"]
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+
+__all__ = ["implicit_replication", "implicit_replication_active", "set_temporary_elision"]
 
 _depth = [0]
 
@@ -28,3 +38,40 @@ def implicit_replication() -> Iterator[None]:
 def implicit_replication_active() -> bool:
     """Whether an :func:`implicit_replication` block is open."""
     return _depth[0] > 0
+
+
+def _read_elide() -> bool:
+    text = os.environ.get("DMESH_ELIDE", "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise ArgumentError(
+        f"DMESH_ELIDE={text!r}: expected 1 (reuse temporaries' blocks in DArray arithmetic) "
+        "or 0 (do not, the default)"
+    )
+
+
+# [whether temporary elision is on]: a list so that the operators read one
+# item, the cheapest check on their path.
+elide_state = [_read_elide()]
+
+
+def set_temporary_elision(enabled: bool) -> bool:
+    """Turn temporary elision in DArray arithmetic on or off; returns the previous setting.
+
+    On, ``a * b + c`` writes the sum into the block of the temporary ``a * b``
+    when only the Python expression refers to it (``dmesh._elision``). Off by
+    default: C code (Cython, mypyc) that keeps a DArray in a local and reuses
+    it after an operator can look like a temporary. Rank-local, no
+    communication: ranks may differ and still compute the same values.
+    Where the interpreter cannot elide (not CPython, 3.14 and later,
+    free-threaded builds) it stays off whatever the setting.
+    """
+    if not isinstance(enabled, bool):
+        raise ArgumentTypeError(
+            f"set_temporary_elision: enabled must be True or False, got {enabled!r}"
+        )
+    previous = elide_state[0]
+    elide_state[0] = enabled
+    return previous

@@ -64,6 +64,17 @@ def _scalar_route(spec: DArraySpec) -> Any:
     return route
 
 
+def _axis_method(func: Any, name: str, doc: str = "") -> Any:
+    """``a.name(axis=None, keepdims=False)``: the dispatched ``np.name(a, ...)``."""
+
+    def method(self: DArray, axis: Any = None, keepdims: bool = False) -> Any:
+        return self._reduce(func, axis=axis, keepdims=keepdims)
+
+    method.__name__, method.__qualname__ = name, f"DArray.{name}"
+    method.__doc__ = f"``np.{name}(a, ...)``{doc}."
+    return method
+
+
 class DArray(NDArrayOperatorsMixin):
     """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
 
@@ -222,6 +233,25 @@ class DArray(NDArrayOperatorsMixin):
 
     def full_array(self) -> Any:
         """The whole global array on every rank (collective; empty on non-members)."""
+        spec = self._spec
+        route = _scalar_routes.get(spec)
+        # 1-D meshes only: on a (2, 2) mesh this route hung at 4 ranks (not yet
+        # understood; item() takes it there without trouble).
+        if route is None and spec.mesh.ndim == 1 and math.prod(spec.shape) == 1:
+            route = None if spec.mesh.closed else _scalar_route(spec)
+        if spec.mesh.ndim != 1:
+            route = None
+        if route is not None and route is not _GATHER and not tracing.hooked:
+            # One element (``a.sum().full_array()``): its own block, or one
+            # reduction of the partial terms, not a planned redistribution.
+            local = self._local
+            if route is _LOCAL:
+                return local
+            if type(local) is np.ndarray and local.flags.c_contiguous and not spec.mesh.closed:
+                comm, plan = route
+                out = np.empty_like(local)
+                comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
+                return out
         if not self.mesh.is_member:
             return array_module(self._local).empty(self.shape, self.dtype)
         replicated = (Replicate(),) * self.mesh.ndim
@@ -281,54 +311,47 @@ class DArray(NDArrayOperatorsMixin):
             )
         return bool(self.item())
 
-    # NumPy's ndarray methods, each the same op as its np. function (dispatched).
+    # ndarray's methods: the np. function, handed to the dispatcher past NumPy's
+    # protocol (a microsecond of argument handling); arguments left at their
+    # defaults are not passed, so ``a.sum()`` is the cached ``np.sum(a)``.
+    def _reduce(self, func: Any, **kwargs: Any) -> Any:
+        given = {k: v for k, v in kwargs.items() if v is not None and v is not False}
+        if _hooks.dispatch_function is None:
+            raise UnsupportedError(f"{func.__name__} on DArrays: the ops package is not loaded")
+        return _hooks.dispatch_function(func, (DArray,), (self,), given)
+
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
         """``np.sum(a, ...)``: a summed sharded axis gives a ``Partial`` result."""
-        return np.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        if axis is None and dtype is None and keepdims is False and _hooks.dispatch_function:
+            return _hooks.dispatch_function(np.sum, (DArray,), (self,), {})  # the hot call
+        return self._reduce(np.sum, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
         """``np.prod(a, ...)``."""
-        return np.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return self._reduce(np.prod, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
         """``np.mean(a, ...)``."""
-        return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return self._reduce(np.mean, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def var(
         self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
     ) -> Any:
         """``np.var(a, ...)``."""
-        return np.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return self._reduce(np.var, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def std(
         self, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
     ) -> Any:
         """``np.std(a, ...)``."""
-        return np.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return self._reduce(np.std, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.min(a, ...)``."""
-        return np.min(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.max(a, ...)``."""
-        return np.max(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.argmax(a, ...)``: global indices."""
-        return np.argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.argmin(a, ...)``: global indices."""
-        return np.argmin(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.any(a, ...)``."""
-        return np.any(self, axis=axis, keepdims=keepdims)
-
-    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
-        """``np.all(a, ...)``."""
-        return np.all(self, axis=axis, keepdims=keepdims)
+    min = _axis_method(np.min, "min")
+    max = _axis_method(np.max, "max")
+    argmax = _axis_method(np.argmax, "argmax", ": global indices")
+    argmin = _axis_method(np.argmin, "argmin", ": global indices")
+    any = _axis_method(np.any, "any")
+    all = _axis_method(np.all, "all")
 
     def reshape(self, *shape: Any, order: Any = "C") -> Any:
         """The array in another shape (see ``np.reshape``); a view where the blocks allow."""

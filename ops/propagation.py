@@ -43,6 +43,11 @@ class Decision:
     _specs: dict[tuple[int, np.dtype], DArraySpec] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
+    # The last (mesh, dtype, spec) asked for: a repeated call asks for the
+    # same again, and two identity checks cost less than hashing a dtype.
+    _last: list[Any] = field(
+        default_factory=lambda: [None, None, None], compare=False, hash=False, repr=False
+    )
 
     @cached_property
     def any_move(self) -> bool:
@@ -51,11 +56,15 @@ class Decision:
 
     def result_spec(self, mesh: Any, dtype: np.dtype) -> DArraySpec:
         """The result's spec on ``mesh`` with ``dtype`` (built once)."""
+        last = self._last
+        if last[0] is mesh and last[1] is dtype:
+            return last[2]  # type: ignore[no-any-return]
         key = (id(mesh), dtype)
         spec = self._specs.get(key)
         if spec is None or spec.mesh is not mesh:
             spec = DArraySpec(mesh, self.result, dtype)
             self._specs[key] = spec
+        last[:] = (mesh, dtype, spec)
         return spec
 
 

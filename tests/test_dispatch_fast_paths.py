@@ -2,9 +2,9 @@
 
 * one-element arrays turn into Python values without a planned gather
   (``float(np.sum(a))``), through one reduction of the partial terms;
-* a repeated call reuses its parse and decision (``_seen_calls``);
-* ``a * b + c`` writes into the block of the temporary ``a * b`` and never into
-  a block that something else still holds.
+* a repeated call reuses its parse and decision (the pipeline's cache);
+* with temporary elision on, ``a * b + c`` writes into the block of the
+  temporary ``a * b`` and never into a block that something else still holds.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Partial, Replicate, Shard, _elision, _hooks
-from dmesh.ops import dispatch
+from dmesh import Partial, Replicate, Shard, _elision, _hooks, context
+from dmesh.ops import pipeline
 from helpers import assert_all, assert_equal_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
@@ -62,7 +62,7 @@ def test_repeated_calls_reuse_the_decision(comm: MPI.Intracomm, mesh: dmesh.Devi
     a = dmesh.distribute(data, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
     v = dmesh.distribute(np.ones(3), mesh, [Replicate()] * mesh.ndim)
     first = [np.sum(a).item(), np.dot(a, v).full_array(), np.transpose(a).full_array()]
-    assert_all(comm, (np.sum, a.spec) in dispatch._seen_calls, "np.sum(a) was not remembered")
+    assert_all(comm, (np.sum, a.spec) in pipeline.steps, "np.sum(a) was not remembered")
     again = [np.sum(a).item(), np.dot(a, v).full_array(), np.transpose(a).full_array()]
     for x, y in zip(first, again):
         assert_equal_all(comm, x, y)
@@ -76,8 +76,8 @@ BIG = _elision.ELIDE_BYTES // 8 * WORLD * 2  # float64 blocks above the elision 
 
 
 @pytest.fixture
-def donations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the operator calls that donate a temporary's block."""
+def donations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Count the operator calls that donate a temporary's block (elision turned on)."""
     seen: list[int] = []
     real = _hooks.dispatch_donated
     assert real is not None
@@ -87,7 +87,11 @@ def donations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(ufunc, inputs, donor)
 
     monkeypatch.setattr(_hooks, "dispatch_donated", counting)
-    return seen
+    previous = context.set_temporary_elision(True)
+    try:
+        yield seen
+    finally:
+        context.set_temporary_elision(previous)
 
 
 def test_temporaries_are_reused(

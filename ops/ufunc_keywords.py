@@ -1,0 +1,94 @@
+"""A ufunc's ``out=`` and ``where=`` on DArrays, through the dispatch pipeline.
+
+* ``out=o`` (``a += b``): the plain call, then its result moved to ``o``'s
+  layout and written into ``o``'s block;
+* ``where=mask[, out=o]``: the inputs, the mask and ``o`` aligned like the
+  operands of one elementwise op (no partial rows: a mask selects values),
+  then the ufunc computed block by block with ``where=``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ShardingError,
+    UnsupportedError,
+)
+from dmesh.darray import DArray
+from dmesh.ops.pipeline import align, check_operands, replicate_arrays, wrap
+from dmesh.ops.propagation import decide
+from dmesh.ops.registry import Call, Rule
+from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
+
+__all__ = ["into", "masked"]
+
+PlainCall = Callable[[np.ufunc, tuple[Any, ...], dict[str, Any]], DArray]
+
+
+def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ufunc(*inputs, out=o)``: ``call`` (the plain ufunc call), then written into ``o``."""
+    out = kwargs.pop("out")
+    target = _one_out(ufunc.__name__, out)
+    result = call(ufunc, inputs, kwargs)
+    if result.shape != target.shape or result.mesh is not target.mesh:
+        raise ShardingError(
+            f"np.{ufunc.__name__}(..., out=): the result {result.spec} does not fit out "
+            f"{target.spec}; out needs the same shape and mesh"
+        )
+    moved = result.with_layout(target.spec.layout)
+    np.copyto(target.local, moved.local, casting=kwargs.get("casting", "same_kind"))
+    return target
+
+
+def _one_out(name: str, out: Any) -> DArray:
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], DArray):
+        raise ArgumentTypeError(f"np.{name}(..., out=): out must be one DArray, got {out!r}")
+    return outs[0]
+
+
+# ``ufunc(..., where=mask)``: the inputs, the mask and ``out`` are aligned like
+# the operands of one elementwise op.
+_MASKED = Rule("elementwise.where", sharded_rows, broadcast_shape)
+
+
+def masked(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ufunc(*inputs, where=mask[, out=o])``, computed block by block in aligned layouts.
+
+    Where the mask is False the output keeps ``out``'s values (uninitialized
+    without ``out``, as in NumPy).
+    """
+    name = ufunc.__name__
+    where = kwargs.pop("where")
+    out = kwargs.pop("out", None)
+    if ufunc.nout != 1 or ufunc.signature is not None:
+        raise UnsupportedError(f"np.{name}(..., where=) on DArrays: only elementwise ufuncs")
+    target = None if out is None else _one_out(name, out)
+    n = len(inputs)
+    # Prepare: as the pipeline's, with the mask and out as operands too.
+    operands = replicate_arrays([*inputs, where, *([target] if target is not None else [])])
+    mesh, specs, shapes = check_operands(name, operands)
+    try:
+        shape = np.broadcast_shapes(*shapes[: n + 1])
+    except ValueError as exc:
+        raise ArgumentError(f"np.{name}(..., where=): {exc}") from None
+    if target is not None and target.shape != shape:
+        raise ArgumentError(
+            f"np.{name}(..., out=, where=): out has shape {target.shape}, the result {shape}"
+        )
+    decision = decide(_MASKED, Call(shapes, tuple(s is not None for s in specs), ()), specs)
+    blocks = align(operands, decision)
+    if target is None:
+        return wrap(ufunc(*blocks[:n], where=blocks[n], **kwargs), decision, mesh)
+    buffer = blocks[-1]
+    ufunc(*blocks[:n], out=buffer, where=blocks[n], **kwargs)
+    if decision.moves[-1]:  # computed in a moved copy of out: move it back
+        moved = wrap(buffer, decision, mesh)
+        np.copyto(target.local, moved.with_layout(target.spec.layout).local)
+    return target
