@@ -11,6 +11,15 @@ with MPICH's defaults, 0.101 s with ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1``,
 ``MPIR_CVAR_POLLS_BEFORE_YIELD=10``: a waiting rank then sleeps in
 ``nanosleep`` after 10 empty polls instead of spinning. Only used when
 oversubscribed, since sleeping adds latency when every rank has its own core.
+
+Sleeping costs latency when oversubscribed too, and the test suite is
+latency-bound (thousands of small collectives, little arithmetic): on the same
+machine, 3 and 4 ranks, a tiny ``Allreduce`` took 34-55 us with MPICH's defaults
+(spin, ``sched_yield`` every 1000 polls) and 540-570 us with the settings
+above; the three heaviest test files at 4 ranks, with other jobs running
+beside them, took 31.5 and 34.1 s against 39.7 s (43.3 s sleeping after 1000
+polls instead of 10). ``latency_bound=True`` (scripts/run_tests.py)
+keeps MPICH's defaults.
 """
 
 from __future__ import annotations
@@ -30,12 +39,18 @@ SINGLE_THREADED = {
 }
 
 
-def rank_env(nranks: int, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Return ``base`` (default ``os.environ``) with the settings for ``nranks`` ranks here."""
+def rank_env(
+    nranks: int, base: dict[str, str] | None = None, *, latency_bound: bool = False
+) -> dict[str, str]:
+    """Return ``base`` (default ``os.environ``) with the settings for ``nranks`` ranks here.
+
+    ``latency_bound``: the ranks mostly exchange small messages (the test
+    suite), so waiting ranks keep spinning even when oversubscribed.
+    """
     env = dict(os.environ if base is None else base)
     for key, value in SINGLE_THREADED.items():
         env.setdefault(key, value)
-    if nranks > (os.cpu_count() or 1):
+    if nranks > (os.cpu_count() or 1) and not latency_bound:
         for key, value in OVERSUBSCRIBED.items():
             env.setdefault(key, value)
     return env

@@ -26,11 +26,46 @@ def assert_all(comm: MPI.Comm, ok: bool, message: str = "") -> None:
         raise AssertionError(f"failed on rank(s) {bad}: {message}")
 
 
-def assert_equal_all(
-    comm: MPI.Comm, actual: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0
-) -> None:
-    """Compare arrays (exactly, or to ``rtol``/``atol``) and agree on the verdict."""
-    message = ""
+class Verdict:
+    """The checks of a loop, recorded on each rank and agreed on once, at the end.
+
+    ``assert_all`` is an allgather per check; a loop over every pair of
+    placements spent most of its time in them at 4 ranks on 2 cores. ``check``
+    and ``equal`` communicate nothing and change no control flow, so the ranks
+    stay in step; leaving the ``with`` block (or ``agree``) raises on every rank
+    if any rank recorded a failure, quoting the first ones. An exception inside
+    the block propagates without communicating, as it would without a Verdict.
+    """
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        self.comm = comm
+        self.failures: list[str] = []
+
+    def check(self, ok: bool, message: str = "") -> None:
+        """Record one local check."""
+        if not ok:
+            self.failures.append(message)
+
+    def equal(self, actual: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0) -> None:
+        """Record a comparison of arrays as ``assert_equal_all`` makes it, without communicating."""
+        self.check(*_compare(actual, expected, rtol, atol))
+
+    def agree(self) -> None:
+        """Raise on every rank if a check failed on any rank (collective)."""
+        shown = "\n".join(self.failures[:3])
+        more = len(self.failures) - 3
+        assert_all(self.comm, not self.failures, shown + (f"\n... {more} more" if more > 0 else ""))
+
+    def __enter__(self) -> Verdict:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is None:
+            self.agree()
+
+
+def _compare(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:
+    """(equal, why not): arrays compared exactly, or to ``rtol``/``atol``."""
     try:
         actual_np = np.asarray(actual)
         expected_np = np.asarray(expected)
@@ -43,11 +78,16 @@ def assert_equal_all(
             np.testing.assert_array_equal(actual_np, expected_np)
         else:
             np.testing.assert_allclose(actual_np, expected_np, rtol=rtol, atol=atol)
-        ok = True
     except Exception as exc:
-        ok = False
-        message = f"{type(exc).__name__}: {exc}"
-    assert_all(comm, ok, message)
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def assert_equal_all(
+    comm: MPI.Comm, actual: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0
+) -> None:
+    """Compare arrays (exactly, or to ``rtol``/``atol``) and agree on the verdict."""
+    assert_all(comm, *_compare(actual, expected, rtol, atol))
 
 
 def assert_raises_all(

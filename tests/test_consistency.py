@@ -19,7 +19,7 @@ from dmesh.ops.kernels.linalg import LOCAL_ONLY, REPLICATED_MATRIX
 from dmesh.ops.kernels.scan import ACCUMULATING
 from dmesh.ops.registry import _decompositions, registered
 from dmesh.ops.rules.elementwise import UFUNCS
-from helpers import assert_all, assert_raises_all
+from helpers import Verdict, assert_raises_all
 
 RNG = np.random.default_rng(11)
 
@@ -205,44 +205,45 @@ def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: 
     func = _call(key)
     linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum,
                      np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to)  # fmt: skip
-    for args, kwargs in SAMPLES[key]:
-        expected = func(*args, **kwargs)
-        if isinstance(args[0], list):  # concatenate/stack: the arrays come in a list
+    with Verdict(comm) as verdict:  # one agreement per test, not one per placement
+        for args, kwargs in SAMPLES[key]:
             expected = func(*args, **kwargs)
-            for first in _placements(mesh, args[0][0].ndim):
-                joined = [dmesh.distribute(x, mesh, first) for x in args[0]]
-                got = func(joined, *args[1:], **kwargs)
-                same = np.array_equal(np.asarray(got.full_array()), expected)
-                assert_all(comm, same, f"{_key_name(key)}{first}")
-            continue
-        arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
-        for first in _placements(mesh, args[arrays[0]].ndim):
-            if (first[0] == Partial("sum") and not linear) or (
-                first[0] == Partial("sum") and args[arrays[0]].dtype == bool
-            ):
+            if isinstance(args[0], list):  # concatenate/stack: the arrays come in a list
+                expected = func(*args, **kwargs)
+                for first in _placements(mesh, args[0][0].ndim):
+                    joined = [dmesh.distribute(x, mesh, first) for x in args[0]]
+                    got = func(joined, *args[1:], **kwargs)
+                    same = np.array_equal(np.asarray(got.full_array()), expected)
+                    verdict.check(same, f"{_key_name(key)}{first}")
                 continue
-            dist = list(args)
-            for i in arrays:  # the first operand as chosen, the others replicated
-                p = first if i == arrays[0] else [Replicate()] * mesh.ndim
-                dist[i] = dmesh.distribute(args[i], mesh, p)
-            if key in REPLICATED_MATRIX and any(isinstance(p, Shard) for p in first):
-                # np.linalg functions that need their matrix whole: every rank refuses it
-                assert_raises_all(comm, UnsupportedError, func, *dist, **kwargs)
-                continue
-            got = func(*dist, **kwargs)
-            if isinstance(got, (tuple, list)) and got and isinstance(got[0], dmesh.DArray):
-                same = all(_agrees(g, e) for g, e in zip(got, expected, strict=True))
-                assert_all(comm, same, f"{_key_name(key)}{first}")
-                continue
-            if not isinstance(got, dmesh.DArray):  # a Python value every rank must agree on
-                assert_all(comm, type(got) is type(expected) and got == expected, repr(got))
-                continue
-            full = np.asarray(got.full_array())
-            ok = full.shape == np.shape(expected) and full.dtype == np.asarray(expected).dtype
-            kind = full.dtype.kind
-            ok = ok and (
-                np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
-                if kind in "fc"
-                else np.array_equal(full, expected)
-            )
-            assert_all(comm, ok, f"{_key_name(key)}{first}: {full!r} != {expected!r}")
+            arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
+            for first in _placements(mesh, args[arrays[0]].ndim):
+                if (first[0] == Partial("sum") and not linear) or (
+                    first[0] == Partial("sum") and args[arrays[0]].dtype == bool
+                ):
+                    continue
+                dist = list(args)
+                for i in arrays:  # the first operand as chosen, the others replicated
+                    p = first if i == arrays[0] else [Replicate()] * mesh.ndim
+                    dist[i] = dmesh.distribute(args[i], mesh, p)
+                if key in REPLICATED_MATRIX and any(isinstance(p, Shard) for p in first):
+                    # np.linalg functions that need their matrix whole: every rank refuses it
+                    assert_raises_all(comm, UnsupportedError, func, *dist, **kwargs)
+                    continue
+                got = func(*dist, **kwargs)
+                if isinstance(got, (tuple, list)) and got and isinstance(got[0], dmesh.DArray):
+                    same = all(_agrees(g, e) for g, e in zip(got, expected, strict=True))
+                    verdict.check(same, f"{_key_name(key)}{first}")
+                    continue
+                if not isinstance(got, dmesh.DArray):  # a Python value every rank must agree on
+                    verdict.check(type(got) is type(expected) and got == expected, repr(got))
+                    continue
+                full = np.asarray(got.full_array())
+                ok = full.shape == np.shape(expected) and full.dtype == np.asarray(expected).dtype
+                kind = full.dtype.kind
+                ok = ok and (
+                    np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+                    if kind in "fc"
+                    else np.array_equal(full, expected)
+                )
+                verdict.check(ok, f"{_key_name(key)}{first}: {full!r} != {expected!r}")

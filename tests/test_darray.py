@@ -13,7 +13,7 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.core.layout import Layout, sharding_mesh_dims
-from helpers import assert_all, assert_equal_all, assert_raises_all
+from helpers import Verdict, assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
 
@@ -43,16 +43,27 @@ def placement_choices(ndim: int, partial: bool) -> list[object]:
     return [*choices, Partial("sum"), Partial("max")] if partial else choices
 
 
-def check_full(comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray) -> None:
+def check_full(
+    comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray, verdict: Verdict | None = None
+) -> None:
+    """``full_array()`` is ``expected``: agreed at once, or recorded in ``verdict``."""
     full = d.full_array()
+    check = verdict or Verdict(comm)
     if d.mesh.is_member:
-        assert_equal_all(comm, full, expected)
+        check.equal(full, expected)
     else:  # non-members hold empty blocks and never communicate
-        assert_all(comm, full.shape == d.shape)
+        check.check(full.shape == d.shape, f"non-member full_array shape {full.shape}")
+    if verdict is None:
+        check.agree()
 
 
-def check_block(comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray) -> None:
-    """This rank's block is its part of ``expected`` (empty on a non-member)."""
+def check_block(
+    comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray, verdict: Verdict | None = None
+) -> None:
+    """This rank's block is its part of ``expected`` (empty on a non-member).
+
+    Agreed at once, or recorded in ``verdict`` (then this communicates nothing).
+    """
     coord = d.mesh.coordinate
     block = expected[d.spec.layout.slices(coord)] if coord is not None else None
     if block is None:  # a non-member: an empty block (0-d arrays cannot be empty)
@@ -60,7 +71,11 @@ def check_block(comm: MPI.Intracomm, d: dmesh.DArray, expected: np.ndarray) -> N
     else:
         ok = np.array_equal(d.to_local(), block)
     ok = ok and d.to_local().dtype == expected.dtype
-    assert_all(comm, ok, f"block {d.to_local()!r} differs from {block!r}")
+    message = f"{d.spec}: block {d.to_local()!r} differs from {block!r}"
+    if verdict is None:
+        assert_all(comm, ok, message)
+    else:
+        verdict.check(ok, message)
 
 
 SHAPES = [(), (5,), (3, 4), (1, 7), (2, 3, 5), (2, 1, 3, 2)]
@@ -70,15 +85,17 @@ SHAPES = [(), (5,), (3, 4), (1, 7), (2, 3, 5), (2, 1, 3, 2)]
 def test_distribute_then_full_array_is_exact(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, ...]
 ) -> None:
-    for dtype in (np.float64, np.int32, np.bool_, np.complex64):
-        a = global_array(shape, dtype)
-        for placements in itertools.product(placement_choices(len(shape), True), repeat=mesh.ndim):
-            if dtype == np.complex64 and Partial("max") in placements:
-                continue  # complex numbers are unordered: an error, tested below
-            d = dmesh.distribute(a, mesh, list(placements))
-            check_full(comm, d, a)
-            if not any(p.is_partial() for p in placements):
-                check_block(comm, d, a)
+    with Verdict(comm) as verdict:
+        for dtype in (np.float64, np.int32, np.bool_, np.complex64):
+            a = global_array(shape, dtype)
+            choices = placement_choices(len(shape), True)
+            for placements in itertools.product(choices, repeat=mesh.ndim):
+                if dtype == np.complex64 and Partial("max") in placements:
+                    continue  # complex numbers are unordered: an error, tested below
+                d = dmesh.distribute(a, mesh, list(placements))
+                check_full(comm, d, a, verdict)
+                if not any(p.is_partial() for p in placements):
+                    check_block(comm, d, a, verdict)
 
 
 def uneven_source(a: np.ndarray, mesh: dmesh.DeviceMesh, placements: tuple) -> dmesh.DArray:
@@ -133,13 +150,14 @@ def check_every_pair(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, a: np.ndarray)
         for src in sources
         if any(p.is_shard() for p in src) and not any(p.is_partial() for p in src)
     ]
-    for d in made:
-        for dst in targets:
-            moved = d.redistribute(mesh, list(dst))
-            assert_all(comm, moved.placements == tuple(dst))
-            if not any(p.is_partial() for p in dst):
-                check_block(comm, moved, a)
-            check_full(comm, moved, a)
+    with Verdict(comm) as verdict:  # one agreement for the ~2000 moves of a 2-D mesh
+        for d in made:
+            for dst in targets:
+                moved = d.redistribute(mesh, list(dst))
+                verdict.check(moved.placements == tuple(dst), f"{d.spec} -> {dst}: {moved.spec}")
+                if not any(p.is_partial() for p in dst):
+                    check_block(comm, moved, a, verdict)
+                check_full(comm, moved, a, verdict)
 
 
 def test_redistribute_keeps_dtype_and_empty_blocks(
@@ -157,15 +175,16 @@ def test_distribute_from_one_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -
     if mesh.size() != WORLD:  # the same decision on every rank
         pytest.skip("src is a rank of the mesh: every rank must be a member here")
     nranks = mesh.size()
-    for shape in [(), (4,), (5, 3), (2, 3, 4)]:
-        a = global_array(shape, np.float64)
-        for src in {0, nranks - 1}:
-            for placements in itertools.product(
-                placement_choices(len(shape), True), repeat=mesh.ndim
-            ):
-                mine = a if mesh.rank == src else None
-                d = dmesh.distribute(mine, mesh, list(placements), src=src)
-                check_full(comm, d, a)
+    with Verdict(comm) as verdict:
+        for shape in [(), (4,), (5, 3), (2, 3, 4)]:
+            a = global_array(shape, np.float64)
+            for src in {0, nranks - 1}:
+                for placements in itertools.product(
+                    placement_choices(len(shape), True), repeat=mesh.ndim
+                ):
+                    mine = a if mesh.rank == src else None
+                    d = dmesh.distribute(mine, mesh, list(placements), src=src)
+                    check_full(comm, d, a, verdict)
 
 
 def test_from_local_uneven_blocks_and_rebalance(

@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from helpers import assert_all, assert_equal_all, assert_raises_all
+from helpers import Verdict, assert_all, assert_raises_all
 
 FUNCS = [np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_nonzero, np.nansum]
 
@@ -22,11 +22,17 @@ def sources(mesh: dmesh.DeviceMesh, a: np.ndarray) -> Iterator[dmesh.DArray]:
         yield dmesh.distribute(a, mesh, list(placements))
 
 
-def compare(comm: MPI.Intracomm, got: dmesh.DArray, want: np.ndarray) -> None:
+def compare(
+    comm: MPI.Intracomm, got: dmesh.DArray, want: np.ndarray, verdict: Verdict | None = None
+) -> None:
+    """``got`` gathered is ``want``: agreed at once, or recorded in ``verdict``."""
     full = np.asarray(got.full_array())
     kind = np.asarray(want).dtype.kind
     tol = {"rtol": 1e-12, "atol": 1e-12} if kind in "fc" else {}
-    assert_equal_all(comm, full, np.asarray(want), **tol)
+    check = verdict or Verdict(comm)
+    check.equal(full, np.asarray(want), **tol)
+    if verdict is None:
+        check.agree()
 
 
 @pytest.mark.parametrize("func", FUNCS, ids=lambda f: f.__name__)
@@ -35,25 +41,25 @@ def test_reductions(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func: object, axis: object
 ) -> None:
     a = (np.arange(35, dtype=np.float64).reshape(5, 7) % 4) - 1.0
-    for d in sources(mesh, a):
-        for keepdims in (False, True):
-            compare(
-                comm, func(d, axis=axis, keepdims=keepdims), func(a, axis=axis, keepdims=keepdims)
-            )
+    with Verdict(comm) as verdict:
+        for d in sources(mesh, a):
+            for keepdims in (False, True):
+                want = func(a, axis=axis, keepdims=keepdims)
+                compare(comm, func(d, axis=axis, keepdims=keepdims), want, verdict)
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.float32])
 def test_dtypes(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, dtype: type) -> None:
     a = (np.arange(24).reshape(2, 3, 4) % 3).astype(dtype)
-    for d in sources(mesh, a):
-        for func in (np.sum, np.max, np.min, np.any, np.all, np.count_nonzero):
-            for axis in (None, 1, (0, 2)):
-                want = func(a, axis=axis)
-                got = func(d, axis=axis)
-                assert_all(
-                    comm, got.dtype == np.asarray(want).dtype, f"{func.__name__}: {got.dtype}"
-                )
-                compare(comm, got, want)
+    with Verdict(comm) as verdict:
+        for d in sources(mesh, a):
+            for func in (np.sum, np.max, np.min, np.any, np.all, np.count_nonzero):
+                for axis in (None, 1, (0, 2)):
+                    want = func(a, axis=axis)
+                    got = func(d, axis=axis)
+                    dtype_ok = got.dtype == np.asarray(want).dtype
+                    verdict.check(dtype_ok, f"{func.__name__}: {got.dtype}")
+                    compare(comm, got, want, verdict)
 
 
 def test_uneven_and_empty_blocks(comm: MPI.Intracomm) -> None:
