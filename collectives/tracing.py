@@ -264,7 +264,7 @@ def observe_list(name: str, fn: Any, arguments: dict[str, Any]) -> list[Any]:
 def direct(name: str, comm: MPI.Comm, sent: int = 0, received: int = 0) -> None:
     """Check and record a collective that dmesh makes through mpi4py itself.
 
-    Called just before the MPI call, when :data:`hooked` (checkpoint and
+    Called just before the MPI call, when ``hooked`` (checkpoint and
     ``.npy`` agreement messages, MPI-IO reads and writes). The hang watchdog
     does not see these calls.
     """

@@ -65,17 +65,13 @@ nitpick_ignore_regex = [
     # Internal types that appear only in the signatures of constructors users
     # never call (DeviceMesh is made by init_mesh, AsyncArray by async_op=True)
     # or of debug-tool callbacks.
-    (r"py:class", r"dmesh\.(mesh\._Family|collectives\.async_array\.Pending)"),
+    (r"py:class", r"dmesh\.(communicators\.MeshFamily|collectives\.async_array\.Pending)"),
     (r"py:class", r"dmesh\.darray\.Redistribution"),
 ]
 # Docstrings to fix at their source (then drop these): the sentence after the
 # Raises sections of save_checkpoint and load_checkpoint reads as an exception
 # name; tracing.direct names the module flag ``hooked``, which has no docs entry.
-nitpick_ignore = [
-    ("py:exc", "Ranks outside the arrays' mesh return at once."),
-    ("py:exc", "Ranks outside the mesh read only the manifest and get empty blocks."),
-    ("py:data", "hooked"),
-]
+nitpick_ignore: list[tuple[str, str]] = []
 
 
 def _documented(env: BuildEnvironment) -> dict[int, str]:

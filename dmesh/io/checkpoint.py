@@ -90,6 +90,8 @@ def save_checkpoint(
         On every rank when writing fails on any rank; the previous checkpoint
         in ``directory`` is then left as it was.
 
+    Notes
+    -----
     Ranks outside the arrays' mesh return at once.
     """
     target = _as_path(directory, "save_checkpoint")
@@ -183,6 +185,8 @@ def load_checkpoint(
         file, a header that disagrees with the manifest, an unsupported
         (e.g. object) dtype or a checksum mismatch.
 
+    Notes
+    -----
     Ranks outside the mesh read only the manifest and get empty blocks.
     """
     path = _as_path(directory, "load_checkpoint")
