@@ -234,20 +234,17 @@ class DArray(NDArrayOperatorsMixin):
     def full_array(self) -> Any:
         """The whole global array on every rank (collective; empty on non-members)."""
         spec = self._spec
-        route = _scalar_routes.get(spec)
-        # 1-D meshes only: on a (2, 2) mesh this route hung at 4 ranks (not yet
-        # understood; item() takes it there without trouble).
-        if route is None and spec.mesh.ndim == 1 and math.prod(spec.shape) == 1:
-            route = None if spec.mesh.closed else _scalar_route(spec)
-        if spec.mesh.ndim != 1:
-            route = None
+        route = _scalar_routes.get(spec)  # only one-element specs are remembered
+        if route is None and math.prod(spec.shape) == 1 and not spec.mesh.closed:
+            route = _scalar_route(spec)
         if route is not None and route is not _GATHER and not tracing.hooked:
             # One element (``a.sum().full_array()``): its own block, or one
             # reduction of the partial terms, not a planned redistribution.
+            # (A one-element block is contiguous whatever its strides.)
             local = self._local
             if route is _LOCAL:
                 return local
-            if type(local) is np.ndarray and local.flags.c_contiguous and not spec.mesh.closed:
+            if type(local) is np.ndarray and not spec.mesh.closed:
                 comm, plan = route
                 out = np.empty_like(local)
                 comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)

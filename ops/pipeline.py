@@ -108,7 +108,8 @@ def prepare(
     operands = replicate_arrays(operands)
     mesh, specs, shapes = check_operands(name, operands)
     call = Call(shapes, tuple(s is not None for s in specs), static)
-    return operands, mesh, Step(rule, call, decide(rule, call, specs), rule.run)
+    run = rule.run if rule.specialize is None else rule.specialize(call)
+    return operands, mesh, Step(rule, call, decide(rule, call, specs), run)
 
 
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:

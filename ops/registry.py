@@ -58,7 +58,10 @@ class Rule:
     part, rejecting what is not supported, and ``run`` computes this rank's
     block from the operands' blocks (by default the function itself).
     ``dim_map`` tells which output dim each operand dim becomes (None: none,
-    e.g. a reduced axis), so that blocks can be aligned.
+    e.g. a reduced axis), so that blocks can be aligned. ``specialize``, when
+    given, returns the ``run`` for one parsed call: the dispatch pipeline
+    keeps it with the cached decision, so the work that depends only on the
+    call (keyword arguments, the ufunc to use) is done once, not per call.
     """
 
     name: str
@@ -67,6 +70,7 @@ class Rule:
     parse: Parse | None = None
     run: Run | None = None
     dim_map: DimMap = broadcast_dims
+    specialize: Callable[[Call], Run] | None = None
 
 
 _rules: dict[Any, Rule] = {}
@@ -79,6 +83,7 @@ def register(
     parse: Parse | None = None,
     run: Run | None = None,
     dim_map: DimMap = broadcast_dims,
+    specialize: Callable[[Call], Run] | None = None,
 ) -> Callable[[Callable[[Call], Sequence[Row]]], Callable[[Call], Sequence[Row]]]:
     """Register ``rows`` as the strategy of every callable in ``funcs``; twice is an error.
 
@@ -86,7 +91,7 @@ def register(
     """
 
     def decorate(rows: Callable[[Call], Sequence[Row]]) -> Callable[[Call], Sequence[Row]]:
-        rule = Rule(name, rows, out_shape, parse, run, dim_map)
+        rule = Rule(name, rows, out_shape, parse, run, dim_map, specialize)
         for func in funcs:
             if func in _rules:
                 raise ArgumentError(
