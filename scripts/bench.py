@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = [
     ("bench_collectives.py", 2),
     ("bench_redistribute.py", 2),
+    ("bench_dispatch.py", 1),  # the dispatch targets hold at 1 and 2 ranks
     ("bench_dispatch.py", 2),
     ("bench_halo.py", 2),
     ("bench_fft.py", 2),
