@@ -24,12 +24,6 @@ from helpers import assert_all, assert_equal_all
 WORLD = MPI.COMM_WORLD.Get_size()
 
 
-@pytest.fixture(params=[(WORLD,)] + ([(2, 2)] if WORLD == 4 else []), ids=str)
-def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(request.param, comm=comm) as m:
-        yield m
-
-
 @pytest.mark.parametrize("dtype", ["float64", "int32", "complex128", "bool"])
 def test_scalar_values_of_every_placement(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, dtype: str
