@@ -41,6 +41,7 @@ def test_example_runs(comm: MPI.Intracomm, script: str, ranks: int) -> None:
     assert_all(comm, ok, message)
 
 
+@pytest.mark.timeout(300)  # two runs of up to 120 s each, on a loaded machine
 def test_demo_runs_as_plain_python_and_at_3_ranks(
     comm: MPI.Intracomm, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
