@@ -78,6 +78,7 @@ class Entry:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the array's data in its file (the header not counted)."""
         return math.prod(self.shape) * self.dtype.itemsize
 
 
@@ -106,6 +107,11 @@ def build_manifest(
 
 
 def read_manifest(path: Path) -> bytes:
+    """The manifest file's bytes in checkpoint directory ``path``; CheckpointError if absent.
+
+    A missing directory names the ``.old-*`` directory an interrupted save
+    left beside it, if there is one.
+    """
     if not path.is_dir():
         old = sorted(p.name for p in path.parent.glob(f"{path.name}.old-*"))
         hint = f" ({old[0]} holds the checkpoint an interrupted save replaced)" if old else ""

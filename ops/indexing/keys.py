@@ -29,7 +29,7 @@ VALID = (
 
 
 def is_darray(item: Any) -> bool:
-
+    """Whether an index item is a DArray (an index array that may itself be sharded)."""
     return isinstance(item, DArray)
 
 

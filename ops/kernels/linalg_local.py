@@ -104,6 +104,11 @@ def compute_locally(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[st
 
 
 def stand_in(x: DArray) -> Any:
+    """A well-conditioned array of ``x``'s shape and dtype (ones, or identity matrices).
+
+    Ranks outside the mesh, which hold no data, call the local NumPy function
+    on it so that they learn the result's shape and dtype without data.
+    """
     if x.ndim < 2:
         return np.ones(x.shape, x.dtype)
     return np.broadcast_to(np.eye(x.shape[-2], x.shape[-1], dtype=x.dtype), x.shape).copy()

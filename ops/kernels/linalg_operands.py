@@ -64,10 +64,12 @@ def operands(name: str, args: tuple[Any, ...]) -> list[Any]:
 
 
 def is_sharded(x: Any) -> bool:
+    """Whether ``x`` is a DArray with a ``Shard`` placement on some mesh dim."""
     return isinstance(x, DArray) and any(isinstance(p, Shard) for p in x.placements)
 
 
 def sharded_error(name: str, x: DArray) -> UnsupportedError:
+    """The error for ``np.linalg.<name>`` of a sharded DArray: what is supported, how to replicate."""
     return UnsupportedError(
         f"np.linalg.{name} of a sharded DArray ({x.spec!r}) is not supported: {SUPPORTED}. "
         "Replicate a small matrix first: x.redistribute(x.mesh, [Replicate()] * x.mesh.ndim)"
@@ -127,6 +129,7 @@ def matrix(name: str, a: Any) -> DArray:
 
 
 def stack_error(name: str, a: DArray) -> UnsupportedError:
+    """The error for ``np.linalg.<name>`` of a stack of matrices sharded along the stack."""
     return UnsupportedError(
         f"np.linalg.{name} of a sharded stack of matrices ({a.spec!r}) is not supported; "
         f"{SUPPORTED}"
