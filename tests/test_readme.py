@@ -56,10 +56,6 @@ COMMAND_TIMEOUT = 400  # seconds per command line (make demo sets up, then runs)
 
 KINDS = {"sh", "python", ""}
 NOT_RUN_MARK = re.compile(r"<!--\s*not run:\s*(?P<reason>.*?)\s*-->")
-ONLY_ONE_RANK = pytest.mark.skipif(
-    MPI.COMM_WORLD.Get_size() > 1,
-    reason="launches jobs of its own: runs at one rank only",
-)
 
 
 @dataclass(frozen=True)
@@ -178,7 +174,7 @@ def test_readme_blocks_have_known_kinds(comm: MPI.Intracomm) -> None:
     assert_all(comm, not problems, "\n".join(problems))
 
 
-@ONLY_ONE_RANK
+@pytest.mark.job  # launches jobs of its own: run once, from one process
 @pytest.mark.timeout(PROGRAM_TIMEOUT + 60)
 @pytest.mark.parametrize("block", PROGRAMS, ids=[f"line{b.line}" for b in PROGRAMS])
 def test_readme_program_runs(
@@ -200,7 +196,7 @@ def test_readme_program_runs(
     assert_all(comm, ok, message)
 
 
-@ONLY_ONE_RANK
+@pytest.mark.job  # launches jobs of its own: run once, from one process
 @pytest.mark.timeout(COMMAND_TIMEOUT + 60)
 @pytest.mark.parametrize("command", COMMANDS, ids=[without_comment(c) for c in COMMANDS])
 def test_readme_command_runs(comm: MPI.Intracomm, command: str) -> None:
