@@ -246,7 +246,7 @@ class DArray(NDArrayOperatorsMixin):
                 return local
             if type(local) is np.ndarray and not spec.mesh.closed:
                 comm, plan = route
-                out = np.empty_like(local)
+                out = np.empty(local.shape, local.dtype)  # (empty_like: 0.4 us; this 0.15)
                 comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
                 return out
         if not self.mesh.is_member:
@@ -279,9 +279,10 @@ class DArray(NDArrayOperatorsMixin):
             return self.full_array().item()  # (raises on a closed mesh)
         comm, plan = route  # type: ignore[misc]
         local = self._local
-        if type(local) is np.ndarray and local.flags.c_contiguous and not tracing.hooked:
-            # The hot case, float(np.sum(a)): one MPI call on the partial terms.
-            out = np.empty_like(local)
+        if type(local) is np.ndarray and not tracing.hooked:
+            # The hot case, float(np.sum(a)): one MPI call on the partial terms
+            # (a one-element block is contiguous whatever its strides).
+            out = np.empty(local.shape, local.dtype)
             comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
             return out.item()
         value = coll.all_reduce(local, plan.op, comm)
