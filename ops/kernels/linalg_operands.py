@@ -69,7 +69,7 @@ def is_sharded(x: Any) -> bool:
 
 
 def sharded_error(name: str, x: DArray) -> UnsupportedError:
-    """The error for ``np.linalg.<name>`` of a sharded DArray: what is supported, how to replicate."""
+    """The error for ``np.linalg.<name>`` of a sharded DArray: what works, how to replicate."""
     return UnsupportedError(
         f"np.linalg.{name} of a sharded DArray ({x.spec!r}) is not supported: {SUPPORTED}. "
         "Replicate a small matrix first: x.redistribute(x.mesh, [Replicate()] * x.mesh.ndim)"
