@@ -28,11 +28,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from mpi4py import MPI
 
 import dmesh
+from dmesh import _hooks, context
 
 BUILD = Path(__file__).resolve().parent.parent / "build"
 PURE = Path(__file__).resolve().parent / "pure"
@@ -120,3 +122,28 @@ def mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.
     """A mesh over this test's communicator, once per shape in ``MESH_SHAPES``."""
     with dmesh.init_mesh(request.param, comm=comm) as m:
         yield m
+
+
+@pytest.fixture
+def donations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The donor index of every operator call that offered a temporary's block (dmesh._elision)."""
+    seen: list[int] = []
+    real = _hooks.dispatch_donated
+    assert real is not None
+
+    def counting(ufunc: np.ufunc, inputs: tuple[object, ...], donor: int) -> object:
+        seen.append(donor)
+        return real(ufunc, inputs, donor)
+
+    monkeypatch.setattr(_hooks, "dispatch_donated", counting)
+    return seen
+
+
+@pytest.fixture
+def elide() -> Iterator[None]:
+    """Temporary elision on for one test (it is opt-in: DMESH_ELIDE=1)."""
+    previous = context.set_temporary_elision(True)
+    try:
+        yield
+    finally:
+        context.set_temporary_elision(previous)

@@ -10,14 +10,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Partial, Replicate, Shard, _elision, _hooks, context
+from dmesh import Partial, Replicate, Shard, _elision
 from dmesh.ops import pipeline
 from helpers import assert_all, assert_equal_all
 
@@ -69,25 +68,7 @@ ELIDE = _elision.temporary_refs > 0
 BIG = _elision.ELIDE_BYTES // 8 * WORLD * 2  # float64 blocks above the elision size
 
 
-@pytest.fixture
-def donations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Count the operator calls that donate a temporary's block (elision turned on)."""
-    seen: list[int] = []
-    real = _hooks.dispatch_donated
-    assert real is not None
-
-    def counting(ufunc: np.ufunc, inputs: tuple[object, ...], donor: int) -> object:
-        seen.append(donor)
-        return real(ufunc, inputs, donor)
-
-    monkeypatch.setattr(_hooks, "dispatch_donated", counting)
-    previous = context.set_temporary_elision(True)
-    try:
-        yield seen
-    finally:
-        context.set_temporary_elision(previous)
-
-
+@pytest.mark.usefixtures("elide")
 def test_temporaries_are_reused(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, donations: list[int]
 ) -> None:
@@ -106,6 +87,7 @@ def test_temporaries_are_reused(
     assert_equal_all(comm, scaled.local, np.full(scaled.local.shape, 3.0))
 
 
+@pytest.mark.usefixtures("elide")
 def test_held_blocks_are_never_overwritten(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, donations: list[int]
 ) -> None:

@@ -21,7 +21,7 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import _elision, _hooks, context
+from dmesh import _elision, context
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from helpers import assert_all, assert_equal_all
 
@@ -34,30 +34,6 @@ CAN_ELIDE = _elision.temporary_refs > 0
 def mesh(comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
     with dmesh.init_mesh(comm=comm) as m:
         yield m
-
-
-@pytest.fixture
-def donations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The donor index of every operator call that offered a temporary's block."""
-    seen: list[int] = []
-    real = _hooks.dispatch_donated
-    assert real is not None
-
-    def counting(ufunc: np.ufunc, inputs: tuple[object, ...], donor: int) -> object:
-        seen.append(donor)
-        return real(ufunc, inputs, donor)
-
-    monkeypatch.setattr(_hooks, "dispatch_donated", counting)
-    return seen
-
-
-@pytest.fixture
-def elide() -> Iterator[None]:
-    previous = context.set_temporary_elision(True)
-    try:
-        yield
-    finally:
-        context.set_temporary_elision(previous)
 
 
 def operands(mesh: dmesh.DeviceMesh) -> tuple[dmesh.DArray, dmesh.DArray, dmesh.DArray]:
