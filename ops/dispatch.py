@@ -121,7 +121,8 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         x = args[0]
         step = steps.get((func, x._spec))
         if step is not None:
-            return perform(func, step, args, x._spec.mesh)
+            fast = step.fast
+            return fast(func, x) if fast is not None else perform(func, step, args, x._spec.mesh)
     key = cache_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
     if key is not None:
         step = lookup(key)

@@ -51,6 +51,9 @@ class Step(NamedTuple):
     call: Call
     decision: Decision
     run: Any = None  # the rule's run (None: the callable itself), read on every call
+    # One DArray operand that stays in place and a rule's run: steps 2 and 3
+    # fused into one closure, ``fast(func, x) -> DArray`` (see :func:`fuse`).
+    fast: Any = None
 
 
 # The one cache: (callable, *operand specs or scalar types[, keywords]) -> Step.
@@ -109,7 +112,29 @@ def prepare(
     mesh, specs, shapes = check_operands(name, operands)
     call = Call(shapes, tuple(s is not None for s in specs), static)
     run = rule.run if rule.specialize is None else rule.specialize(call)
-    return operands, mesh, Step(rule, call, decide(rule, call, specs), run)
+    decision = decide(rule, call, specs)
+    single = len(operands) == 1 and specs[0] is not None and not decision.any_move
+    fast = fuse(run, call, decision) if single and run is not None else None
+    return operands, mesh, Step(rule, call, decision, run, fast)
+
+
+def fuse(run: Any, call: Call, decision: Decision) -> Any:
+    """Steps 2 and 3 of a one-operand call that moves nothing, as one closure.
+
+    The hottest cached calls (``a.sum()``, ``np.sum(a)``) then cost one Python
+    call between the cache and the rule's ``run``, not :func:`perform`'s
+    general branches (about 0.3 us of a 2.4 us call).
+    """
+
+    def fast(func: Any, x: DArray) -> DArray:
+        result = run(func, [x._local], call)
+        if type(result) is not np.ndarray and (
+            isinstance(result, np.generic) or not hasattr(result, "shape")
+        ):  # a 0-d result: NumPy gives a scalar
+            result = np.asarray(result)
+        return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
+
+    return fast
 
 
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
