@@ -87,6 +87,8 @@ def test_partial_to_replicate_and_ops_are_attributed(comm, mesh) -> None:
     assert_all(comm, total == float(np.arange(12.0).reshape(4, 3).sum() * 2), str(total))
     by_op = mode.counts("op_collective")
     expected = {("DArray.redistribute", "all_reduce"): 1, ("float(DArray)", "all_reduce"): 1}
+    if n == 1:  # one partial term: float() reads the block, no message (DArray.item)
+        del expected[("float(DArray)", "all_reduce")]
     assert_all(comm, by_op == expected, repr(by_op))
     first = mode.records[0]
     assert_all(comm, first.sent_bytes == 48 and first.received_bytes == 48, repr(first))
@@ -103,6 +105,8 @@ def test_modes_nest_and_cost_nothing_outside(comm, mesh) -> None:
     a.full_array()
     counts = (outer.counts(), inner.counts())
     expected = ({"all_gather": 2, "all_reduce": 1}, {"all_reduce": 1})
+    if comm.Get_size() == 1:  # one partial term: float() reads the block, no message
+        expected = ({"all_gather": 2}, {})
     assert_all(comm, counts == expected, repr(counts))
     unwatched = (
         not tracing.hooked
@@ -122,14 +126,16 @@ def test_summary_and_json(comm, mesh) -> None:
         float(np.sum(a))
     text = mode.summary()
     lines = text.splitlines()
+    # At one rank float() has one partial term to read and makes no collective.
+    made = ["all_gather", "all_reduce"] if comm.Get_size() > 1 else ["all_gather"]
     ok = (
         lines[1].split() == ["op", "collective", "group", "calls", "sent", "received"]
-        and lines[-1].split()[:2] == ["total", "2"]
+        and lines[-1].split()[:2] == ["total", str(len(made))]
         and "DArray.full_array" in text
     )
     data = json.loads(mode.to_json())
-    ok = ok and data["counts"] == {"all_gather": 1, "all_reduce": 1}
-    ok = ok and [r["collective"] for r in data["records"]] == ["all_gather", "all_reduce"]
+    ok = ok and data["counts"] == dict.fromkeys(made, 1)
+    ok = ok and [r["collective"] for r in data["records"]] == made
     assert_all(comm, ok, text)
     assert_raises_all(comm, dmesh.ArgumentError, mode.counts, "rank")
 
@@ -172,6 +178,8 @@ def test_explain_groups_calls_outside_numpy(comm, mesh) -> None:
     explanation = debug.explain(lambda: (a.full_array(), float(np.sum(a))))
     labels = [op.label for op in explanation.ops]
     expected = ["DArray.full_array", "np.sum", "float(DArray)"]
+    if comm.Get_size() == 1:  # float() of one partial term communicates nothing to report
+        expected.pop()
     assert_all(comm, labels == expected, str(explanation))
 
 

@@ -149,3 +149,36 @@ def test_cached_elementwise_with_scalars_and_moves(
         assert_equal_all(comm, (a + b).full_array(), x + y)
         assert_equal_all(comm, (2 * a - b / 4.0).full_array(), 2 * x - y / 4.0)
         assert_equal_all(comm, np.maximum(a, b).full_array(), np.maximum(x, y))
+
+
+@pytest.mark.parametrize("name", ["plain", "nan", "inf", "int"])
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "avg"])
+def test_one_term_partial_converts_without_messages(
+    comm: MPI.Intracomm, name: str, op: str
+) -> None:
+    """A Partial over mesh dims of size 1 holds one term: the block is the value, on every rank.
+
+    On a (1, WORLD) mesh, a row-sharded sum is Partial on the size-1 dim only:
+    its scalar conversions take the local route (no collective is made), and
+    every rank still gets NumPy's value, bit for bit.
+    """
+    data = np.array([[7, -3, 0, 2]], np.int64) if name == "int" else DATA[name][None, :4]
+    with dmesh.init_mesh((1, WORLD), comm=comm) as mesh2:
+        a = dmesh.distribute(data, mesh2, [Shard(0), Replicate()])
+        s = a.sum()
+        assert_all(comm, s.placements == (Partial("sum"), Replicate()), f"{s.placements}")
+        with dmesh.debug.CommMode() as recorded:
+            values = [float(s), s.item(), s.full_array().item(), float(np.sum(a))]
+        assert_all(comm, recorded.counts() == {}, f"collectives made: {recorded.counts()}")
+        want = float(np.sum(data))
+        ok = all(v == want or (np.isnan(v) and np.isnan(want)) for v in values)
+        assert_all(comm, ok, f"{values} != {want}")
+        same_on_every_rank(comm, np.array(values))
+        # Any reduce op: a one-element, one-term Partial built from the local blocks.
+        one = data[:, 1:2]
+        term = dmesh.from_local(one, mesh2, [Partial(op), Replicate()], shape=one.shape)
+        with dmesh.debug.CommMode() as recorded:
+            got, value = term.full_array(), term.item()
+        assert_all(comm, recorded.counts() == {}, f"collectives made: {recorded.counts()}")
+        assert_equal_all(comm, got, one)
+        same_on_every_rank(comm, np.array([value]))
