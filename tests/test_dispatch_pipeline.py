@@ -9,7 +9,6 @@ results turned into arrays and Python values, Partial(max/min) operands.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,9 @@ from helpers import assert_all, assert_equal_all
 WORLD = MPI.COMM_WORLD.Get_size()
 
 
-@pytest.fixture
-def mesh(comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(comm=comm) as m:
-        yield m
+def rows(mesh: dmesh.DeviceMesh) -> list[Any]:
+    """Row-sharded on the first mesh dim, replicated on any other (conftest's meshes)."""
+    return [Shard(0)] + [Replicate()] * (mesh.ndim - 1)
 
 
 def same_on_every_rank(comm: MPI.Intracomm, value: Any) -> None:
@@ -51,7 +49,7 @@ def test_reductions_cached_as_methods_and_functions(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, name: str
 ) -> None:
     data = DATA[name]
-    a = dmesh.distribute(data, mesh, [Shard(0)])
+    a = dmesh.distribute(data, mesh, rows(mesh))
     # max/min of NaN: see test_partial_max_of_nan_is_nan.
     funcs = ["sum", "prod", "mean"] + (["max", "min"] if data.size and name != "nan" else [])
     for _ in range(2):  # the second round comes from the cache
@@ -82,14 +80,14 @@ def test_reductions_cached_as_methods_and_functions(
 @pytest.mark.parametrize("func", [np.max, np.min])
 def test_partial_max_of_nan_is_nan(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func: Any) -> None:
     data = DATA["nan"]
-    a = dmesh.distribute(data, mesh, [Shard(0)])
+    a = dmesh.distribute(data, mesh, rows(mesh))
     values = [float(func(a)), func(a).full_array().item(), func(a).redistribute().local.item()]
     assert_all(comm, bool(np.isnan(values).all()), f"{func.__name__} of NaN data: {values}")
 
 
 def test_errors_are_the_same_when_cached(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    empty = dmesh.distribute(np.zeros(0), mesh, [Shard(0)])
-    a = dmesh.distribute(np.arange(6.0), mesh, [Shard(0)])
+    empty = dmesh.distribute(np.zeros(0), mesh, rows(mesh))
+    a = dmesh.distribute(np.arange(6.0), mesh, rows(mesh))
     for _ in range(2):
         with pytest.raises(ArgumentError, match="zero-size array"):
             empty.max()
@@ -103,7 +101,7 @@ def test_keyword_values_are_keys_with_their_types(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
 ) -> None:
     data = np.arange(12.0).reshape(3, 4)
-    a = dmesh.distribute(data, mesh, [Shard(0)])
+    a = dmesh.distribute(data, mesh, rows(mesh))
     by_axis = np.sum(a, axis=1)
     keep = np.sum(a, axis=1, keepdims=True)
     assert_equal_all(comm, by_axis.full_array(), data.sum(axis=1))
@@ -122,7 +120,7 @@ def test_one_element_partials_become_values(
     rank = comm.Get_rank()
     terms = [np.array([float(r) * (-1) ** r]) for r in range(WORLD)]
     want = {"sum": np.sum, "max": np.max, "min": np.min}[op](terms)
-    spec_source = dmesh.from_local(terms[rank], mesh, [Partial(op)])
+    spec_source = dmesh.from_local(terms[rank], mesh, [Partial(op)] * mesh.ndim)
     for _ in range(2):
         full = spec_source.full_array()
         assert_equal_all(comm, full, np.array([want]))
@@ -131,7 +129,7 @@ def test_one_element_partials_become_values(
 
 
 def test_replicated_one_element_is_its_block(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    one = dmesh.distribute(np.array([3.5]), mesh, [Replicate()])
+    one = dmesh.distribute(np.array([3.5]), mesh, [Replicate()] * mesh.ndim)
     for _ in range(2):
         assert_equal_all(comm, one.full_array(), np.array([3.5]))
 
@@ -143,8 +141,8 @@ def test_cached_elementwise_with_scalars_and_moves(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, left: Any, right: Any
 ) -> None:
     x, y = np.arange(5.0), np.arange(5.0)[::-1].copy()
-    a = dmesh.distribute(x, mesh, [left])
-    b = dmesh.distribute(y, mesh, [right])
+    a = dmesh.distribute(x, mesh, [left] + [Replicate()] * (mesh.ndim - 1))
+    b = dmesh.distribute(y, mesh, [right] + [Replicate()] * (mesh.ndim - 1))
     for _ in range(2):
         assert_equal_all(comm, (a + b).full_array(), x + y)
         assert_equal_all(comm, (2 * a - b / 4.0).full_array(), 2 * x - y / 4.0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,12 +28,6 @@ from helpers import assert_all, assert_equal_all
 WORLD = MPI.COMM_WORLD.Get_size()
 BIG = _elision.ELIDE_BYTES // 8 * WORLD * 2  # float64 blocks above the elision size
 CAN_ELIDE = _elision.temporary_refs > 0
-
-
-@pytest.fixture
-def mesh(comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
-    with dmesh.init_mesh(comm=comm) as m:
-        yield m
 
 
 def operands(mesh: dmesh.DeviceMesh) -> tuple[dmesh.DArray, dmesh.DArray, dmesh.DArray]:
