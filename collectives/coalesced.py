@@ -86,6 +86,8 @@ def all_reduce_coalesced(
         return []
     plan = reduce_plan(op, arrays[0].dtype)
     transport = transport_for(arrays[0], comm)
+    if plan.host_op:  # a user-defined op: MPI applies it on the host
+        transport = transport.staged()
     xp = transport.xp
     sizes = [a.size for a in arrays]
     send = transport.outgoing(
@@ -213,6 +215,8 @@ def reduce_scatter_coalesced(
     pieces = [balanced_sizes(a.shape[ax], nranks) for a, ax in zip(arrays, axes)]
     rows = [row_size(a.shape, ax) for a, ax in zip(arrays, axes)]
     transport = transport_for(arrays[0], comm)
+    if plan.host_op:  # a user-defined op: MPI applies it on the host
+        transport = transport.staged()
     xp = transport.xp
     # Rank p's segment of the send buffer holds piece p of every array in turn.
     fronts = [to_front(a, ax, plan.wire).reshape(-1) for a, ax in zip(arrays, axes)]

@@ -82,6 +82,10 @@ class Transport:
         self.direct = direct
         self.xp = xp
 
+    def staged(self) -> Transport:
+        """This transport, but through host memory (for reduce ops MPI runs on the host only)."""
+        return Transport(self.on_device, False, self.xp) if self.direct else self
+
     def outgoing(self, buf: Any) -> Any:
         """What to hand MPI as a send buffer."""
         if not self.on_device:

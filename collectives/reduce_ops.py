@@ -9,6 +9,13 @@ MPI only defines its logical operations on ``MPI_C_BOOL`` and no arithmetic
 or bitwise ones, so bool data uses the ops NumPy's bool ufuncs reduce to:
 ``add``/``maximum``/``bitwise_or`` are logical or, ``multiply``/``minimum``/
 ``bitwise_and`` logical and, ``bitwise_xor`` logical xor.
+
+MPI's ``MAX`` and ``MIN`` leave NaN undefined (MPICH's compare and drop it, so
+the answer depends on which rank holds the NaN, and ranks can disagree).
+Float ``"max"``/``"min"`` therefore use user-defined commutative ops that
+apply ``np.maximum``/``np.minimum``, which propagate NaN as NumPy's
+reductions do. They run on host memory: a device buffer is staged through
+the host for them (:attr:`ReducePlan.host_op`), whatever the MPI library.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ class ReducePlan:
     average: bool
     truth: bool = False
     plain: bool = False  # the received buffer is the result as is (no post-processing)
+    host_op: bool = False  # a user-defined op: MPI applies it to host buffers only
 
     def finish(self, received: Any, nranks: int) -> Any:
         """Turn the reduced buffer (ours to modify) into the result."""
@@ -137,8 +145,29 @@ def _plan(op: str, dtype: np.dtype) -> ReducePlan:
             wire = dtype
         result = np.dtype(np.float64) if kind in "biu" else dtype
         return ReducePlan(op, MPI.SUM, wire, mpi_datatype(wire), result, average=True)
+    if kind == "f" and op in _ORDERED:
+        return ReducePlan(
+            op, _nan_propagating(op, dtype), dtype, mpi_datatype(dtype), dtype,
+            average=False, plain=True, host_op=True,
+        )  # fmt: skip
     mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
     truth = kind in "iu" and op in ("land", "lor", "lxor")
     return ReducePlan(
         op, mpi_op, dtype, mpi_datatype(dtype), dtype, average=False, truth=truth, plain=not truth
     )
+
+
+@lru_cache(maxsize=16)
+def _nan_propagating(op: str, dtype: np.dtype) -> MPI.Op:
+    """A commutative MPI op applying ``np.maximum`` or ``np.minimum`` to ``dtype`` (NaN wins).
+
+    Created once per (op, dtype) and kept for the life of the process, like
+    MPI's predefined ops.
+    """
+    ufunc = np.maximum if op == "max" else np.minimum
+
+    def combine(inbuf: Any, inoutbuf: Any, datatype: MPI.Datatype) -> None:
+        incoming = np.frombuffer(inbuf, dtype)
+        ufunc(incoming, np.frombuffer(inoutbuf, dtype), out=np.frombuffer(inoutbuf, dtype))
+
+    return MPI.Op.Create(combine, commute=True)

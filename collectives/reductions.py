@@ -57,6 +57,8 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
     check_flag(async_op, "async_op")
     comm = resolve_group(group)
     transport = transport_for(x, comm)
+    if plan.host_op:  # a user-defined op: MPI applies it on the host
+        transport = transport.staged()
     send = transport.xp.ascontiguousarray(x, dtype=plan.wire)
     recv = transport.empty(x.shape, plan.wire)  # x.shape: ascontiguousarray makes 0-d 1-d
     count, datatype = x.size, plan.datatype
@@ -121,6 +123,8 @@ def reduce_scatter(
     length = x.shape[axis]
     pieces = balanced_sizes(length, nranks) if sizes is None else check_sizes(sizes, nranks, length)
     transport = transport_for(x, comm)
+    if plan.host_op:  # a user-defined op: MPI applies it on the host
+        transport = transport.staged()
     per_row = row_size(x.shape, axis)
     mine = pieces[comm.Get_rank()]
     rest = tuple(s for i, s in enumerate(x.shape) if i != axis)

@@ -64,3 +64,36 @@ def test_reduce_scatter_uneven_and_empty_pieces(comm: MPI.Intracomm) -> None:
     full = reduce_reference("sum", inputs)
     start = sum(sizes[:rank])
     assert_equal_all(comm, result, full[:, start : start + sizes[rank]])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_max_min_propagate_nan_from_any_rank(comm: MPI.Intracomm, op: str, dtype: type) -> None:
+    """A NaN on any one rank wins, as in np.maximum/np.minimum; MPI's MAX/MIN would drop it."""
+    n, rank = comm.Get_size(), comm.Get_rank()
+    ufunc = np.maximum if op == "max" else np.minimum
+    for holder in range(n):
+        inputs = [rank_array((4, n), dtype, r) for r in range(n)]
+        inputs[holder][1, :] = np.nan
+        inputs[(holder + 1) % n][2, 0] = np.inf if op == "max" else -np.inf
+        expected = ufunc.reduce(np.stack(inputs), axis=0)
+        mine = inputs[rank]
+        results = [
+            C.all_reduce(mine, op, comm),
+            C.all_reduce(mine[:, :1].copy(), op, comm),  # the small-message path
+            C.all_reduce(mine, op, comm, async_op=True).wait(),
+            C.reduce_scatter(mine, op, axis=1, group=comm),  # equal pieces
+            C.reduce_scatter(mine, op, axis=0, group=comm),  # uneven pieces (4 rows)
+            *C.all_reduce_coalesced([mine, mine[1]], op, comm),
+        ]
+        wants = [
+            expected,
+            expected[:, :1],
+            expected,
+            expected[:, rank : rank + 1],
+            np.array_split(expected, n, axis=0)[rank],
+            expected,
+            expected[1],
+        ]
+        for got, want in zip(results, wants, strict=True):
+            assert_equal_all(comm, got, want)
