@@ -1,13 +1,24 @@
-"""Basic indexing of DArrays: slices, integers, ``None`` and ``...``, with no data moved.
+"""Basic indexing of DArrays: slices, integers, ``None`` and ``...``.
 
 Slicing a sharded dim keeps every element where it is: the result's block
 boundaries are counted from what each block keeps, so ``a[1:]`` is an uneven
 layout (first-class; dispatch aligns operands that differ). An integer index
 on a sharded dim selects one block's element: the ranks holding it keep it,
 the others hold zeros, and the result is ``Partial("sum")`` along those mesh
-dims, reduced only when needed. A negative step on a sharded dim would
-reverse the block order and is not supported yet (redistribute that dim to
-``Replicate()`` first).
+dims, reduced only when needed. Partial inputs stay partial (every selected
+element copies one term).
+
+A negative step on a sharded dim reverses the order of the blocks, so it is
+the one basic selection that moves data: ``a[7:1:-3]`` is the ascending
+selection ``a[4:8:3]`` (a view, as above) with its blocks mirrored, block
+``j`` of ``k`` going, reversed, to the holder of block ``k - 1 - j`` (one
+message per non-empty block over the mesh dims that shard the dim, nested
+ones included; nothing is gathered). The boundaries are mirrored too, so
+uneven blocks stay uneven and nothing moves twice. The result is a copy, not
+a view. ``np.flip`` is this selection. Assigning through such a key
+(``a[::-1] = b``) writes ``b`` reversed into the ascending selection; a
+replicated ``b`` is reversed locally. With integer arrays in the key too,
+only reading is supported.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,10 +38,20 @@ from dmesh.core.placement import Partial, Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
+from dmesh.ops.indexing import keys as fancy_keys
 
 __all__ = ["getitem", "mask_select", "nonzero", "selection", "setitem"]
 
 NOT_HELD = object()  # an int index whose element lives on another rank
+
+
+class IndexPlan(NamedTuple):
+    """What every rank computes from a basic key, before any data is read."""
+
+    layout: Layout  # of the selection, with ascending steps on the ``mirrored`` dims
+    local: tuple[Any, ...]  # this rank's key into its block (None, NOT_HELD, ints, slices)
+    owners: dict[int, int]  # mesh dim -> block number holding an int-indexed element
+    mirrored: tuple[int, ...]  # result dims sharded and stepped backwards: blocks to mirror
 
 
 def _expand(key: Any, ndim: int) -> list[Any]:
@@ -58,12 +79,14 @@ def _expand(key: Any, ndim: int) -> list[Any]:
     return items
 
 
-def plan_index(spec: DArraySpec, key: Any) -> tuple[Layout, tuple[Any, ...], dict[int, int]]:
-    """The result layout, this rank's key into its block, and the owners of int indices.
+def plan_index(spec: DArraySpec, key: Any) -> IndexPlan:
+    """The result layout, this rank's key into its block, int owners and dims to mirror.
 
     The local key has ``None`` for new axes and :data:`NOT_HELD` for an int
     index whose element another rank holds. ``owners`` maps each mesh dim that
-    shards an int-indexed dim to the block number holding the element.
+    shards an int-indexed dim to the block number holding the element. A
+    negative step on a sharded dim is planned as the ascending slice of the
+    same elements, and its result dim is listed in ``mirrored``.
     """
     layout = spec.layout
     items = _expand(key, spec.ndim)
@@ -73,6 +96,7 @@ def plan_index(spec: DArraySpec, key: Any) -> tuple[Layout, tuple[Any, ...], dic
     out_dim_of: dict[int, int] = {}
     local: list[Any] = []
     owners: dict[int, int] = {}
+    mirrored: list[int] = []
     d = 0
     for item in items:
         if item is None:
@@ -96,11 +120,11 @@ def plan_index(spec: DArraySpec, key: Any) -> tuple[Layout, tuple[Any, ...], dic
                 local.append(item)
                 out_bounds.append(None)
             else:
-                if step < 0:
-                    raise UnsupportedError(
-                        f"a negative step on dim {d}, which is sharded, would reverse its "
-                        "blocks; redistribute that dim to Replicate() first"
-                    )
+                if step < 0 and length:  # the same elements, ascending; blocks mirrored later
+                    first, last, step = first + (length - 1) * step, first + 1, -step
+                    mirrored.append(len(out_shape))
+                elif step < 0:
+                    first, last, step = 0, 0, 1
                 counts = [_count(first, last, step, lo, hi) for lo, hi in itertools.pairwise(cut)]
                 bounds = [0]
                 for c in counts:
@@ -129,7 +153,7 @@ def plan_index(spec: DArraySpec, key: Any) -> tuple[Layout, tuple[Any, ...], dic
         else:
             placements.append(p)
     result = Layout(layout.mesh_shape, tuple(placements), tuple(out_shape), tuple(out_bounds))
-    return result, tuple(local), owners
+    return IndexPlan(result, tuple(local), owners, tuple(mirrored))
 
 
 def _count(first: int, last: int, step: int, lo: int, hi: int) -> int:
@@ -153,21 +177,69 @@ def _local_slice(first: int, last: int, step: int, start: int, stop: int) -> sli
 def getitem(a: DArray, key: Any) -> DArray:
     """``a[key]`` for basic indexing (views of the blocks, no communication) or a bool mask.
 
-    Keys with integer arrays go to :mod:`dmesh.ops.indexing.fancy` (collective).
+    A negative step on a sharded dim mirrors the blocks (collective over the
+    mesh dims that shard it). Keys with integer arrays go to
+    :mod:`dmesh.ops.indexing.fancy` (collective).
     """
 
     if isinstance(key, DArray) and key.dtype.kind not in "iu":
         return mask_select(a, key)
     if fancy_indexing.is_advanced(key):
         return fancy_indexing.getitem(a, key)
-    layout, local_key, _ = plan_index(a.spec, key)
-    spec = DArraySpec(a.mesh, layout, a.dtype)
+    plan = plan_index(a.spec, key)
+    spec = DArraySpec(a.mesh, plan.layout, a.dtype)
     xp = array_module(a.local)
     if a.mesh.coordinate is None:
-        return DArray(xp.empty(spec.local_shape(), a.dtype), spec)
-    if any(k is NOT_HELD for k in local_key):  # another rank holds it: a zero term
-        return DArray(xp.zeros(spec.local_shape(), a.dtype), spec)
-    return DArray(xp.asarray(a.local[local_key]), spec)
+        result = DArray(xp.empty(spec.local_shape(), a.dtype), spec)
+    elif any(k is NOT_HELD for k in plan.local):  # another rank holds it: a zero term
+        result = DArray(xp.zeros(spec.local_shape(), a.dtype), spec)
+    else:
+        result = DArray(xp.asarray(a.local[plan.local]), spec)
+    for dim in plan.mirrored:
+        result = mirror_blocks(result, dim)
+    return result
+
+
+def mirrored_layout(layout: Layout, dim: int) -> Layout:
+    """``layout`` with the boundaries of ``dim`` mirrored: block ``j`` gets ``k-1-j``'s size."""
+    cut = layout.bounds[dim]
+    if cut is None:
+        return layout
+    k, n = len(cut) - 1, layout.shape[dim]
+    bounds = list(layout.bounds)
+    bounds[dim] = tuple(n - cut[k - j] for j in range(k + 1))
+    return Layout(layout.mesh_shape, layout.placements, layout.shape, tuple(bounds))
+
+
+def mirror_blocks(a: DArray, dim: int) -> DArray:
+    """``a`` reversed along ``dim``, which mesh dims shard: block ``j`` moves to ``k - 1 - j``.
+
+    Each block is reversed and sent to the holder of its mirror, one message
+    per non-empty block over the mesh dims that shard ``dim`` (whose rank order
+    is block order, nested shardings included); the middle block of an odd
+    ``k`` is reversed in place (a copy). Partial placements on other mesh dims
+    stay: each term moves with its block. Collective over those mesh dims.
+    """
+    layout = a.spec.layout
+    spec = DArraySpec(a.mesh, mirrored_layout(layout, dim), a.dtype)
+    coord = a.mesh.coordinate
+    if coord is None:  # not a member: an empty block, no message
+        return DArray(a.local, spec)
+    xp = array_module(a.local)
+    sizes = layout.sizes(dim)
+    k = len(sizes)
+    j = layout.block_number(coord, dim)
+    block = xp.flip(a.local, dim)
+    shape = list(block.shape)
+    shape[dim] = sizes[k - 1 - j]
+    pairs = [(i, k - 1 - i) for i in range(k) if sizes[i] and i != k - 1 - i]
+    got = None
+    if pairs:  # every rank of the group knows the sizes, so all skip alike
+        comm = a.mesh[sharding_mesh_dims(a.placements, dim)].comm()
+        got = coll.permute(block, pairs, comm, recv_shape=shape)
+    if got is None:
+        got = block.copy() if k - 1 - j == j else xp.empty(tuple(shape), a.dtype)
+    return DArray(got, spec)
 
 
 def setitem(a: DArray, key: Any, value: Any) -> None:
@@ -181,9 +253,10 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     if any(p.is_partial() for p in a.placements):
         raise UnsupportedError("assigning into a DArray with Partial placements: reduce it first")
     if fancy_indexing.is_advanced(key):
+        _check_fancy_view(a.spec, key)
         fancy_indexing.setitem(a, key, value)
         return
-    layout, local_key, owners = plan_index(a.spec, key)
+    layout, local_key, owners, mirrored = plan_index(a.spec, key)
     if isinstance(value, DArray):
         if owners:
             raise UnsupportedError(
@@ -194,6 +267,10 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
                 f"cannot assign a DArray of shape {value.shape} to a selection of shape "
                 f"{layout.shape}; the shapes must be equal"
             )
+        if mirrored:  # reversed where the selection steps backwards (a permute, or a view)
+            value = value[
+                tuple(slice(None, None, -1 if d in mirrored else 1) for d in range(value.ndim))
+            ]
         value = value.with_layout(layout).local
         if a.mesh.coordinate is not None:
             a.local[local_key] = value
@@ -207,8 +284,28 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         return
     # A value every rank holds whole: write the part this rank's selection covers.
     full = xp.broadcast_to(value, layout.shape)
+    if mirrored:
+        full = xp.flip(full, mirrored)
     coord = a.mesh.coordinate
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
+
+
+def _check_fancy_view(spec: DArraySpec, key: Any) -> None:
+    """Raise if an assignment with integer arrays would step backwards along a sharded dim.
+
+    Fancy assignment writes into the view ``a[basic part of key]``; mirrored
+    blocks are a copy, so writing there would be lost.
+    """
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(i, slice) and i.step is not None and i.step < 0 for i in items):
+        return
+    dims = plan_index(spec, fancy_keys.parse(spec, key).basic).mirrored
+    if dims:
+        raise UnsupportedError(
+            "assigning through integer arrays with a negative step on a sharded dim is not "
+            "supported (that part of the selection is a copy, not a view); use a positive "
+            "step with the value reversed (np.flip), or the integer indices in reverse order"
+        )
 
 
 def _row_layout(a: DArray) -> DArray:

@@ -17,13 +17,10 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
-import dmesh.collectives as coll
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
-from dmesh.core.spec import DArraySpec
-from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, decompose, register
 
 R = Replicate()
@@ -176,54 +173,16 @@ def hstack(tup: Any) -> Any:
 
 @decompose(np.flip)
 def flip(m: Any, axis: Any = None) -> Any:
-    """``np.flip``: a negative-step view of each block, then blocks swap ends.
+    """``np.flip``: ``m[::-1]`` along each axis (:mod:`dmesh.ops.indexing.basic`).
 
-    An axis sharded over one mesh dim is flipped in place of its blocks: the
-    rank at coordinate ``j`` of ``k`` sends its flipped block to ``k - 1 - j``
-    (one message each, no gather), and the new boundaries are the old ones
-    mirrored, so uneven blocks stay where they are cheapest. An axis sharded
-    over several mesh dims is replicated along them first.
+    An unsharded axis is a negative-step view of each block. A sharded axis,
+    over one mesh dim or several, is flipped in place of its blocks: the
+    holder of block ``j`` of ``k`` sends it, reversed, to the holder of block
+    ``k - 1 - j`` (one message each, no gather), and the new boundaries are
+    the old ones mirrored, so uneven blocks stay where they are cheapest.
     """
-    given = range(m.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-    axes = [operator.index(ax) % m.ndim for ax in given]
-    nested = [ax for ax in axes if len(sharding_mesh_dims(m.placements, ax)) > 1]
-    if nested:
-        m = m.redistribute(
-            m.mesh, [R if isinstance(p, Shard) and p.dim in nested else p for p in m.placements]
-        )
-    key = [slice(None)] * m.ndim
-    for ax in axes:
-        key[ax] = slice(None, None, -1)
-    sharded = [ax for ax in axes if sharding_mesh_dims(m.placements, ax)]
-    flipped = m[tuple(key[ax] if ax not in sharded else slice(None) for ax in range(m.ndim))]
-    for ax in sharded:
-        flipped = _flip_blocks(flipped, ax)
-    return flipped
-
-
-def _flip_blocks(a: Any, axis: int) -> DArray:
-    """``a`` flipped along ``axis``, which one mesh dim shards (collective along it)."""
-    (mesh_dim,) = sharding_mesh_dims(a.placements, axis)
-    layout = a.spec.layout
-    bounds = layout.bounds[axis]
-    k, n = len(bounds) - 1, a.shape[axis]
-    mirrored = [list(b) if b is not None else None for b in layout.bounds]
-    mirrored[axis] = [n - bounds[k - j] for j in range(k + 1)]
-    target = Layout.with_bounds(layout.mesh_shape, layout.placements, layout.shape, mirrored)
-    spec = DArraySpec(a.mesh, target, a.dtype)
-    block = a.local
-    if a.mesh.coordinate is None:  # not a member: an empty block, no message
-        return DArray(block, spec)
-    j = a.mesh.coordinate[mesh_dim]
-    recv_shape = list(block.shape)
-    recv_shape[axis] = bounds[k - j] - bounds[k - 1 - j]
-    local = coll.permute(
-        np.flip(block, axis),
-        [(i, k - 1 - i) for i in range(k)],
-        a.mesh.comm(mesh_dim),
-        recv_shape=recv_shape,
-    )
-    return DArray(local, spec)
+    axes = range(m.ndim) if axis is None else normalize_axis_tuple(axis, m.ndim)
+    return m[tuple(slice(None, None, -1 if ax in axes else 1) for ax in range(m.ndim))]
 
 
 @decompose(np.roll)
