@@ -1,49 +1,79 @@
 """Contractions (``matmul``, ``dot``, ``inner``, ``outer``, ``einsum``): rules from subscripts.
 
 One generator (DTensor's ``_matrix_ops`` idea): for subscripts such as
-``ij,jk->ik``, on one mesh dimension,
+``ij,jk->ik``, each index once per operand, on one mesh dimension,
 
 * everything replicated;
 * for each index kept in the output: the output is sharded on it and every
   operand that has it is sharded on it too (the others are replicated);
   ``S(0), R -> S(0)`` is the row-sharded product, ``R, S(1) -> S(1)`` the
   column-sharded one;
-* for each contracted index: every operand that has it is sharded on it and
-  the output is ``Partial("sum")`` (the contraction-sharded product);
-* a product is linear in each operand: one ``Partial("sum")`` operand with the
-  others replicated gives a partial output.
+* for each contracted index that **every** operand has: every operand is
+  sharded on it and the output is ``Partial("sum")`` (the contraction-sharded
+  product). Each rank sums the products of its block of the index (an empty
+  block sums to 0), so the terms add up to the global sum whatever the
+  values, inf and NaN included.
 
-Combined over mesh dims these give the 2-D-mesh block products; the cost
-model chooses among them.
+Two rows that look linear are not offered, because they are wrong for
+non-finite values. A ``Partial("sum")`` operand times replicated others: the
+terms of a partial value are often 0 (a rank whose block of a reduced axis
+is empty holds the identity), and ``0 * inf`` is NaN where NumPy, multiplying
+the reduced value, gets inf; partial operands are reduced first. And a
+contracted index that some operand lacks (``ij,k->k``'s ``i``): a rank's
+kernel may sum it out before multiplying (einsum's optimized paths do),
+which is the same partial-times-replicated product inside one rank.
+
+Combined over mesh dims the rows give the 2-D-mesh block products; the cost
+model chooses among them. Operands a row cannot take as they are are
+rewritten by ``parse`` first: ``outer`` flattens operands that are not 1-D
+(``np.ravel``, as NumPy does), ``einsum`` replaces an operand with a
+repeated index (``ii->i``, ``iij->j``) by its diagonal (:func:`take_diagonal`),
+and operands that cut a contracted index at different places are rebalanced
+(:func:`align_contracted`).
+
+Locally, ``einsum`` runs NumPy's default loop, which multiplies before it
+sums, except for two operands sharing every contracted index (the same
+products either way, so BLAS through ``optimize=True``) or when the caller
+passes ``optimize=``. NumPy's own answers for inf times an index summed out
+of one operand depend on its loop (and on the block shapes), so such
+einsums match NumPy for finite values only.
 """
 
 from __future__ import annotations
 
+import math
 import string
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from dmesh.core.placement import Partial, Replicate, Shard
+from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, register
+
+__all__ = [
+    "align_contracted", "call_dims", "call_rows", "call_shape", "einsum_dims", "einsum_rows",
+    "einsum_shape", "flatten", "ndim_of", "parse_subscripts", "shape_of", "take_diagonal",
+]  # fmt: skip
 
 R = Replicate()
 
 
 def einsum_rows(inputs: tuple[str, ...], output: str) -> list[Row]:
-    """Single-mesh-dim rows for ``inputs -> output`` subscripts."""
+    """Single-mesh-dim rows for ``inputs -> output`` subscripts (each index once per operand)."""
     rows: list[Row] = [(R,) * (len(inputs) + 1)]
     letters = dict.fromkeys("".join(inputs))
     for letter in letters:
         operands = tuple(Shard(term.index(letter)) if letter in term else R for term in inputs)
         if letter in output:
             rows.append((Shard(output.index(letter)), *operands))
-        else:
+        elif all(letter in term for term in inputs):  # see the module docstring
             rows.append((Partial("sum"), *operands))
-    p = Partial("sum")
-    for i in range(len(inputs)):
-        rows.append((p, *(p if j == i else R for j in range(len(inputs)))))
     return rows
 
 
@@ -66,13 +96,166 @@ def einsum_dims(inputs: tuple[str, ...], output: str) -> tuple[tuple[int | None,
     return tuple(tuple(output.index(c) if c in output else None for c in term) for term in inputs)
 
 
+def shape_of(x: Any) -> tuple[int, ...]:
+    """Shape of an operand: a DArray's global shape, else NumPy's (``()`` for a scalar)."""
+    return x.shape if isinstance(x, DArray) else tuple(np.shape(x))
+
+
+def ndim_of(x: Any) -> int:
+    """Dims of an operand: a DArray's, else NumPy's (0 for a Python scalar)."""
+    return x.ndim if isinstance(x, DArray) else int(np.ndim(x))
+
+
+def flatten(x: Any) -> Any:
+    """``x`` as a 1-D operand (``np.ravel``; a DArray's may redistribute); scalars as they are."""
+    if isinstance(x, DArray) and x.ndim != 1:
+        return np.ravel(x)
+    if not isinstance(x, DArray) and np.ndim(x) > 1:
+        return np.ravel(x)
+    return x
+
+
+def parse_subscripts(subscripts: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
+    """Input and output subscripts of ``np.einsum`` for operands of ``ndims`` dims, checked.
+
+    Without ``->`` the output is NumPy's implicit one: the indices that occur
+    once, in alphabetical (ASCII) order, so ``"ii"`` is a trace.
+    """
+    text = subscripts.replace(" ", "")
+    if "." in text:
+        raise UnsupportedError(
+            f"np.einsum({subscripts!r}) on DArrays: ellipsis ('...') subscripts are not "
+            "supported; write every index out, e.g. 'ij,jk->ik'"
+        )
+    left, arrow, output = text.partition("->")
+    inputs = tuple(left.split(","))
+    if not arrow:
+        counts = Counter(left.replace(",", ""))
+        output = "".join(sorted(c for c, n in counts.items() if n == 1))
+    letters = set(left.replace(",", "") + output)
+    bad = sorted(letters - set(string.ascii_letters))
+    if bad:
+        raise ArgumentError(f"np.einsum({subscripts!r}): invalid subscript(s) {bad}; use letters")
+    if len(inputs) != len(ndims):
+        raise ArgumentError(
+            f"np.einsum({subscripts!r}): {len(inputs)} subscripts for {len(ndims)} operands"
+        )
+    for i, (term, ndim) in enumerate(zip(inputs, ndims)):
+        if len(term) != ndim:
+            raise ArgumentError(
+                f"np.einsum({subscripts!r}): operand {i} has {ndim} dims but subscripts {term!r}"
+            )
+    repeated = sorted(c for c, n in Counter(output).items() if n > 1)
+    missing = sorted(set(output) - set(left))
+    if repeated or missing:
+        raise ArgumentError(
+            f"np.einsum({subscripts!r}): output indices must occur once and appear in an "
+            f"input (repeated: {repeated}, in no input: {missing})"
+        )
+    return inputs, output
+
+
+def take_diagonal(x: Any, term: str) -> tuple[Any, str]:
+    """The diagonal of ``x`` over each index repeated in ``term``, and ``term`` with each once.
+
+    ``np.einsum("iij->ij", x)`` for a DArray: the diagonal index sits where it
+    first occurs. Of the dims of a repeated index, the one sharded over the
+    most blocks stays as it is and the others are replicated first (a
+    row-sharded square matrix moves nothing); each rank then takes the
+    diagonal of its block, whose kept dim covers global indices ``[s, t)``,
+    from the other dims' indices ``[s, t)``. Taking elements commutes with
+    every partial reduction, so ``Partial`` placements stay as they are.
+    """
+    unique = "".join(dict.fromkeys(term))
+    shape = shape_of(x)
+    for letter in unique:
+        lengths = sorted({shape[d] for d, c in enumerate(term) if c == letter})
+        if len(lengths) > 1:
+            raise ArgumentError(
+                f"np.einsum: the dims of index {letter!r} in {term!r} have lengths {lengths}; "
+                "a repeated index takes a diagonal and needs equal lengths"
+            )
+    if not isinstance(x, DArray):  # a replicated plain array: NumPy's own diagonal
+        return np.einsum(f"{term}->{unique}", x).copy(), unique
+    layout = x.spec.layout
+
+    def blocks(d: int) -> int:
+        return math.prod(layout.mesh_shape[m] for m in sharding_mesh_dims(layout.placements, d))
+
+    kept = {c: max((d for d, e in enumerate(term) if e == c), key=blocks) for c in unique}
+    dropped = {d for d, c in enumerate(term) if kept[c] != d}
+    placements = tuple(
+        R if isinstance(p, Shard) and p.dim in dropped else p for p in layout.placements
+    )
+    bounds = tuple(None if d in dropped else cut for d, cut in enumerate(layout.bounds))
+    source = Layout(layout.mesh_shape, placements, x.shape, bounds)
+    moved = x.with_layout(source)  # collective; nothing moves when no dropped dim is sharded
+    new_dim = {kept[c]: unique.index(c) for c in unique}
+    out_placements: tuple[Placement, ...] = tuple(
+        Shard(new_dim[p.dim]) if isinstance(p, Shard) else p for p in placements
+    )
+    out = Layout(
+        layout.mesh_shape,
+        out_placements,
+        tuple(x.shape[kept[c]] for c in unique),
+        tuple(bounds[kept[c]] for c in unique),
+    )
+    spec = DArraySpec(x.mesh, out, x.dtype)
+    coord = x.mesh.coordinate
+    if coord is None:  # outside the mesh: an empty block
+        return DArray(array_module(moved.local).empty(spec.local_shape(), x.dtype), spec), unique
+    block = source.block(coord)
+    index = tuple(
+        slice(*block[kept[c]]) if d in dropped else slice(None) for d, c in enumerate(term)
+    )
+    local = np.einsum(f"{term}->{unique}", moved.local[index]).copy()  # not a view of x
+    return DArray(local, spec), unique
+
+
+def align_contracted(operands: list[Any], inputs: tuple[str, ...], output: str) -> list[Any]:
+    """The operands, each contracted index's blocks balanced where the operands cut it differently.
+
+    Propagation aligns an operand's blocks with the result's, so the blocks
+    of an output index agree; a contracted index has no result dim, and each
+    operand keeps its own boundaries for it or takes balanced ones. Operands
+    cut differently (``a[1:]`` against a balanced vector) would multiply
+    elements of different indices, so such operands are rebalanced here
+    (collective; only misplaced elements move): every target cut of the
+    index is then the balanced one. Operands cut alike (``x.T @ x``) move
+    nothing.
+    """
+    einsum_shape(inputs, output, tuple(shape_of(x) for x in operands))  # checked before moving
+    cuts: dict[str, set[tuple[Any, ...]]] = {}
+    count: Counter[str] = Counter()
+    for x, term in zip(operands, inputs):
+        if isinstance(x, DArray):
+            for e, c in enumerate(term):
+                if c not in output:
+                    count[c] += 1
+                    mesh_dims = sharding_mesh_dims(x.placements, e)
+                    cuts.setdefault(c, set()).add((mesh_dims, x.spec.layout.bounds[e]))
+    differ = {c for c, seen in cuts.items() if count[c] > 1 and len(seen) > 1}
+    if not differ:
+        return operands
+    aligned = []
+    for x, term in zip(operands, inputs):
+        if isinstance(x, DArray):
+            layout = x.spec.layout
+            balanced = Layout.balanced(layout.mesh_shape, layout.placements, layout.shape).bounds
+            bounds = tuple(
+                balanced[e] if c in differ else layout.bounds[e] for e, c in enumerate(term)
+            )
+            if bounds != layout.bounds:
+                x = x.with_layout(
+                    Layout(layout.mesh_shape, layout.placements, layout.shape, bounds)
+                )
+        aligned.append(x)
+    return aligned
+
+
 def _subscripts_for(name: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
-    """Subscripts of ``matmul``/``dot``/``inner``/``outer`` for operands of these ndims."""
+    """Subscripts of ``matmul``/``dot``/``inner`` for operands of these ndims."""
     letters = iter(string.ascii_letters)
-    if name == "outer":
-        a = "".join(next(letters) for _ in range(ndims[0]))
-        b = "".join(next(letters) for _ in range(ndims[1]))
-        return (a, b), a + b
     a_nd, b_nd = ndims
     if name == "inner":
         shared = next(letters)
@@ -99,51 +282,98 @@ def _parse_binary(name: str) -> Any:
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
         if len(args) != 2 or kwargs:
             raise UnsupportedError(f"np.{name} on DArrays takes two operands and no keywords")
-        ndims = tuple(int(getattr(x, "ndim", 0)) for x in args)
-        inputs, output = _subscripts_for(name, ndims)
-        return list(args), (inputs, output)
+        inputs, output = _subscripts_for(name, (ndim_of(args[0]), ndim_of(args[1])))
+        return align_contracted(list(args), inputs, output), (inputs, output)
 
     return parse
+
+
+def _parse_outer(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[list[Any], tuple[Any, ...]]:
+    """``np.outer(a, b)``: both flattened, so the rule sees 1-D operands (or scalars)."""
+    if len(args) != 2 or kwargs:
+        raise UnsupportedError("np.outer on DArrays takes two operands and no keywords (no out=)")
+    operands = [flatten(x) for x in args]
+    inputs = tuple(c if ndim_of(x) else "" for c, x in zip("ab", operands))
+    return operands, (inputs, "ab")
+
+
+def _outer_shape(call: Call) -> tuple[int, ...]:
+    # A scalar operand counts as one element, as NumPy's ravel makes it.
+    return tuple(shape[0] if shape else 1 for shape in call.shapes)
 
 
 def _parse_einsum(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[list[Any], tuple[Any, ...]]:
-    if not args or not isinstance(args[0], str) or "->" not in args[0] or "." in args[0] or kwargs:
+    optimize = kwargs.get("optimize", False)
+    if set(kwargs) - {"optimize"} or optimize not in (False, True, "greedy", "optimal"):
         raise UnsupportedError(
-            "np.einsum on DArrays needs explicit subscripts with '->' (no '...', no keywords)"
+            f"np.einsum on DArrays takes optimize=False, True, 'greedy' or 'optimal' and no "
+            f"other keywords (got {kwargs})"
         )
-    left, output = args[0].replace(" ", "").split("->")
-    inputs = tuple(left.split(","))
-    if len(inputs) != len(args) - 1:
-        raise ArgumentError(f"np.einsum: {len(inputs)} subscripts for {len(args) - 1} operands")
-    return list(args[1:]), (inputs, output)
+    if not args or not isinstance(args[0], str):
+        raise UnsupportedError(
+            "np.einsum on DArrays needs the subscripts as a string first, "
+            "e.g. np.einsum('ij,jk->ik', a, b) (the sublist form is not supported)"
+        )
+    operands = list(args[1:])
+    inputs, output = parse_subscripts(args[0], tuple(ndim_of(x) for x in operands))
+    einsum_shape(inputs, output, tuple(shape_of(x) for x in operands))  # before any diagonal
+    terms = list(inputs)
+    for i, term in enumerate(inputs):
+        if len(set(term)) < len(term):  # a repeated index: the rows need each once
+            operands[i], terms[i] = take_diagonal(operands[i], term)
+    # An optimized path may sum an index out of one operand, or contract a pair,
+    # before multiplying by the rest: with inf, 0 * inf = NaN (or the reverse)
+    # where NumPy's default loop, which multiplies first, gives another answer.
+    # Two operands sharing every contracted index make the same products
+    # either way, so they take BLAS unasked; others only when asked.
+    contracted = set("".join(terms)) - set(output)
+    pairwise = len(terms) == 2 and all(c in terms[0] and c in terms[1] for c in contracted)
+    optimize = optimize or pairwise
+    static = (tuple(terms), output, optimize)
+    return align_contracted(operands, tuple(terms), output), static
 
 
 def _run_einsum(func: Any, blocks: list[Any], call: Call) -> Any:
-    # optimize=True lets einsum hand pairwise contractions to BLAS (tensordot).
-    inputs, output = call.static
-    return np.einsum(",".join(inputs) + "->" + output, *blocks, optimize=True)
+    inputs, output, optimize = call.static
+    # Over an empty block of a contracted index the sum is 0, but an
+    # optimized path may first sum one operand out and multiply that 0 by
+    # inf; the plain loop, with nothing to iterate, gives the 0 directly.
+    if optimize and any(
+        n == 0 and c not in output
+        for term, block in zip(inputs, blocks)
+        for c, n in zip(term, np.shape(block))
+    ):
+        optimize = False
+    return np.einsum(",".join(inputs) + "->" + output, *blocks, optimize=optimize)
 
 
-def _rows(call: Call) -> list[Row]:
-    return einsum_rows(*call.static)
+def call_rows(call: Call) -> list[Row]:
+    """:func:`einsum_rows` of a call whose ``static`` starts with ``(inputs, output)``."""
+    return einsum_rows(*call.static[:2])
 
 
-def _shape(call: Call) -> tuple[int, ...]:
-    inputs, output = call.static
+def call_shape(call: Call) -> tuple[int, ...]:
+    """:func:`einsum_shape` of a call whose ``static`` starts with ``(inputs, output)``."""
+    inputs, output = call.static[:2]
     return einsum_shape(inputs, output, call.shapes)
 
 
-def _dims(call: Call) -> tuple[tuple[int | None, ...], ...]:
-    return einsum_dims(*call.static)
+def call_dims(call: Call) -> tuple[tuple[int | None, ...], ...]:
+    """:func:`einsum_dims` of a call whose ``static`` starts with ``(inputs, output)``."""
+    return einsum_dims(*call.static[:2])
 
 
-_BINARY = (("matmul", np.matmul), ("dot", np.dot), ("inner", np.inner), ("outer", np.outer))
+_BINARY = (("matmul", np.matmul), ("dot", np.dot), ("inner", np.inner))
 for _name, _func in _BINARY:
     # run=None: the blocks of every row are valid operands of the function
     # itself (BLAS for matmul/dot), whose local result is the output block.
-    register(_func, name=f"contraction.{_name}", out_shape=_shape, parse=_parse_binary(_name),
-             dim_map=_dims)(_rows)  # fmt: skip
-register(np.einsum, name="contraction.einsum", out_shape=_shape, parse=_parse_einsum,
-         run=_run_einsum, dim_map=_dims)(_rows)  # fmt: skip
+    register(_func, name=f"contraction.{_name}", out_shape=call_shape, parse=_parse_binary(_name),
+             dim_map=call_dims)(call_rows)  # fmt: skip
+register(np.outer, name="contraction.outer", out_shape=_outer_shape, parse=_parse_outer,
+         dim_map=call_dims)(call_rows)  # fmt: skip
+register(np.einsum, name="contraction.einsum", out_shape=call_shape, parse=_parse_einsum,
+         run=_run_einsum, dim_map=call_dims)(call_rows)  # fmt: skip
