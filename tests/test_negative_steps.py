@@ -175,6 +175,9 @@ def test_fancy_keys_with_negative_steps(comm: MPI.Intracomm, mesh: dmesh.DeviceM
             assert_equal_all(comm, a.full_array(), expected)
 
 
-def test_zero_step_raises_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+def test_bad_steps_and_axes_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """A zero step, and np.flip of an axis the array lacks (it used to wrap around)."""
     a = dmesh.distribute(np.arange(5.0), mesh, [Shard(0)] + [R] * (mesh.ndim - 1))
     assert_raises_all(comm, ValueError, a.__getitem__, np.s_[::0], match="zero")
+    assert_raises_all(comm, np.exceptions.AxisError, np.flip, a, 1)
+    assert_raises_all(comm, ValueError, np.flip, a, (0, 0))
