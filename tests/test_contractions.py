@@ -1,5 +1,5 @@
 """Contractions on DArrays against NumPy on one process: ``matmul``, ``dot``, ``inner``,
-``outer`` and ``einsum`` (diagonals and traces included).
+``outer``, ``einsum`` (diagonals and traces included), ``tensordot`` and ``vdot``.
 
 Every rank builds the same inputs and computes NumPy's answer; the DArray result is
 gathered and compared, for every placement of the operands (each ``Shard``, ``Replicate``,
@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard, debug
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Placement
 from helpers import Verdict, assert_all, assert_raises_all
@@ -340,3 +340,150 @@ def test_binary_contractions_match_numpy(
             for i, (got, expected) in enumerate(cases):
                 problem = _mismatch(got, expected)
                 verdict.check(not problem, f"case {i} {label}: {problem}")
+
+
+# -- tensordot and vdot --------------------------------------------------------------------
+
+AXES = [1, 2, 0, -1, (2, 0), ([1, 2], [1, 0]), ([-1, -2], [0, 1]), [[2, 1], [0, 1]], ((), ())]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex128])
+@pytest.mark.parametrize("axes", AXES, ids=str)
+def test_tensordot_matches_numpy(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, axes: Any, dtype: Any
+) -> None:
+    """Every form of ``axes`` (an int, 0 and negative ints give the outer product as in
+    NumPy, pairs of ints or sequences, negative axes), every layout of ``a``, ``b`` replicated
+    or laid out as ``a``; inf and NaN for floats."""
+    a_np = _values((3, 4, 5), dtype, 20)
+    b_np = _values((5, 4, 2) if axes != 2 else (4, 5, 2), dtype, 21)
+    if dtype == np.float64:
+        a_np[0, 1, 2], a_np[2, 3, 4], b_np[1, 1, 1] = INF, NAN, -INF
+    expected = np.tensordot(a_np, b_np, axes)
+    with Verdict(comm) as verdict:
+        for label, a in _layouts(a_np, mesh):
+            for like_a in (False, True):
+                p = a.placements if like_a and "uneven" not in label else None
+                if p is not None and any(x.is_partial() for x in p):
+                    continue
+                b = dmesh.distribute(b_np, mesh, p if p is not None else [Replicate()] * mesh.ndim)
+                problem = _mismatch(np.tensordot(a, b, axes), expected)
+                verdict.check(not problem, f"{label} b like a={like_a}: {problem}")
+                if axes == 2:  # the default, and axes as a keyword
+                    problem = _mismatch(np.tensordot(a, b), expected)
+                    problem += _mismatch(np.tensordot(a, b, axes=2), expected)
+                    verdict.check(not problem, f"{label} default axes: {problem}")
+
+
+def test_tensordot_scalars_vectors_and_empty_blocks(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """1-D and 2-D operands sharded on the contracted axis with empty blocks (3 elements over
+    4 ranks) and cut unevenly, a scalar operand with ``axes=0``."""
+    v_np, w_np = _values((3,), np.float64, 22), _values((3,), np.float64, 23)
+    m_np = _values((3, 2), np.complex128, 24)
+    shard0 = [Shard(0)] * mesh.ndim
+    v, m = dmesh.distribute(v_np, mesh, shard0), dmesh.distribute(m_np, mesh, shard0)
+    w = _uneven(w_np, mesh, 0)
+    cases = [
+        (np.tensordot(v, w, 1), np.tensordot(v_np, w_np, 1)),
+        (np.tensordot(w, m, axes=(0, 0)), np.tensordot(w_np, m_np, axes=(0, 0))),
+        (np.tensordot(m, m, axes=([0], [0])), np.tensordot(m_np, m_np, axes=([0], [0]))),
+        (np.tensordot(m, m, 2), np.tensordot(m_np, m_np, 2)),
+        (np.tensordot(v, m, 0), np.tensordot(v_np, m_np, 0)),
+        (np.tensordot(2.5, m, 0), np.tensordot(2.5, m_np, 0)),
+        (np.tensordot(m, -1, axes=0), np.tensordot(m_np, -1, axes=0)),
+    ]
+    problems = [p for p in (_mismatch(g, e) for g, e in cases) if p]
+    assert_all(comm, not problems, str(problems))
+
+
+def test_tensordot_errors_are_raised_on_every_rank(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    a = dmesh.distribute(np.ones((3, 4)), mesh, [Shard(0)] * mesh.ndim)
+    b = dmesh.distribute(np.ones((4, 3)), mesh, [Shard(0)] * mesh.ndim)
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, 2, match="shape-mismatch")
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, 3, match="contracts 3")
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, ([0, 0], [1, 1]), match="duplicate")
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, ([1], [0, 1]), match="mismatch")
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, ([2], [0]), match="out of range")
+    assert_raises_all(comm, ArgumentError, np.tensordot, a, b, (1, 0, 1), match="pair")
+    assert_raises_all(comm, ArgumentTypeError, np.tensordot, a, b, 1.5)
+    assert_raises_all(comm, ArgumentTypeError, np.tensordot, a, b, (["x"], [0]))
+
+
+def test_tensordot_and_vdot_of_a_partial_operand_with_inf(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """The issue-13 finding through tensordot and vdot: a Partial("sum") operand (zero terms
+    off coordinate 0) is reduced before it meets the inf of the other operand."""
+    x = np.array([1.0, 2.0, -3.0])
+    b_np = np.array([[INF, 1.0], [1.0, -INF], [2.0, 0.5]])
+    s = dmesh.distribute(x, mesh, [Partial("sum")] + [Replicate()] * (mesh.ndim - 1))
+    b = dmesh.distribute(b_np, mesh, [Replicate()] * mesh.ndim)
+    c = dmesh.distribute(b_np[:, 0].copy(), mesh, [Replicate()] * mesh.ndim)
+    cases = [
+        (np.tensordot(s, b, 1), np.tensordot(x, b_np, 1)),
+        (np.tensordot(b, s, axes=(0, 0)), np.tensordot(b_np, x, axes=(0, 0))),
+        (np.vdot(s, c), np.vdot(x, b_np[:, 0])),
+        (np.vdot(c, s), np.vdot(b_np[:, 0], x)),
+    ]
+    problems = [p for p in (_mismatch(g, e) for g, e in cases) if p]
+    assert_all(comm, not problems, str(problems))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(np.complex128, np.complex128), (np.float64, np.float64), (np.int64, np.int64),
+     (np.int8, np.int8), (np.float32, np.complex64), (np.bool_, np.bool_)],
+    ids=str,
+)  # fmt: skip
+def test_vdot_matches_numpy(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, first: Any, second: Any
+) -> None:
+    """``np.vdot`` flattens both operands (of other shapes and layouts), conjugates the first
+    and gives a 0-d DArray of NumPy's dtype, with the same bits on every rank; empty and
+    uneven blocks included."""
+    a_np = _values((3, 4), first, 30) if first != np.bool_ else _values((3, 4), int, 30) > 0
+    b_np = _values((4, 3), second, 31) if second != np.bool_ else _values((4, 3), int, 31) < 0
+    if first == np.int8:  # wraps around, as in NumPy
+        a_np, b_np = a_np * 40, b_np * 40
+    expected = np.vdot(a_np, b_np)
+    with Verdict(comm) as verdict:
+        for (la, a), (lb, b) in itertools.product(_layouts(a_np, mesh), _layouts(b_np, mesh)[:3]):
+            got = np.vdot(a, b)
+            ok = isinstance(got, dmesh.DArray) and got.shape == () and got.dtype == expected.dtype
+            problem = _mismatch(got, expected)
+            verdict.check(ok and not problem, f"{la}, {lb}: {got!r} {problem}")
+            value = np.asarray(got.full_array())
+            same = len(set(comm.allgather(value.tobytes()))) == 1
+            verdict.check(same, f"{la}, {lb}: ranks got different bits")
+
+
+def test_vdot_of_flattened_and_sliced_vectors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Flattening cuts the elements where the rows were cut; a slice cuts them elsewhere: the
+    operands are aligned before the blocks meet. A float vdot's value is the same on every rank."""
+    z_np = (_values((5, 3), np.float64, 32) + 1j * _values((5, 3), np.float64, 33)) / 7
+    w_np = _values((16,), np.complex128, 34) / 3
+    z = dmesh.distribute(z_np, mesh, [Shard(0)] * mesh.ndim)
+    zt = dmesh.distribute(z_np.T.copy(), mesh, [Shard(1)] * mesh.ndim)
+    w = dmesh.distribute(w_np, mesh, [Shard(0)] * mesh.ndim)[1:]
+    cases = [
+        (np.vdot(z, w), np.vdot(z_np, w_np[1:])),
+        (np.vdot(w, z), np.vdot(w_np[1:], z_np)),
+        (np.vdot(zt, z), np.vdot(z_np.T, z_np)),
+        (np.vdot(z, z), np.vdot(z_np, z_np)),
+    ]
+    problems = [p for p in (_mismatch(g, e) for g, e in cases) if p]
+    values = [np.complex128(complex(g)).tobytes() for g, _ in cases]
+    gathered = comm.allgather(values)
+    same = all(v == gathered[0] for v in gathered)
+    assert_all(comm, not problems and same, f"{problems} {gathered}")
+
+
+def test_vdot_errors_are_raised_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = dmesh.distribute(np.ones((3, 4)), mesh, [Shard(0)] * mesh.ndim)
+    b = dmesh.distribute(np.ones(11), mesh, [Shard(0)] * mesh.ndim)
+    assert_raises_all(comm, ArgumentError, np.vdot, a, b, match="12 and 11")
+    assert_raises_all(comm, UnsupportedError, np.vdot, 2.0, b, match="scalar")

@@ -9,6 +9,7 @@ from dmesh.ops.rules import (
     reductions,
     shape,
     statistics,
+    tensordot,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "reductions",
     "shape",
     "statistics",
+    "tensordot",
 ]
