@@ -18,13 +18,22 @@ nothing else changing, on the same mesh:
 
 Several mesh dims are changed one by one, local slices first (they shrink the
 data) and gathers last (they grow it), as long as each step only involves
-tensor dims that one mesh dim shards. Everything else (nested shardings, a
-change of block boundaries such as uneven -> balanced, another mesh over the
-same ranks) is one *transfer*: every rank computes where each source block
-meets each target block and one ``Alltoallv`` moves exactly those rectangles,
-each target element coming from one holder of it. No rank ever holds more than
-its target block plus what it sends, so the full array appears only where
-the target replicates it.
+tensor dims that one mesh dim shards. Everything else (nested
+shardings, a change of block boundaries such as uneven -> balanced, another
+mesh over the same ranks) is one *transfer*: every rank computes where each
+source block meets each target block and one ``Alltoallv`` moves exactly
+those rectangles, each target element coming from one holder of it. No rank
+ever holds more than its target block plus what it sends, so the full array
+appears only where the target replicates it. A transfer to another mesh
+(``same_mesh=False``) is made even between equal layouts, since a coordinate
+may be another rank there.
+
+Partial values on several mesh dims are reduced from the last mesh dim to the
+first: the inverse of making their terms from the first mesh dim to the last
+(``R -> P`` above, as ``dmesh.distribute`` does), which matters when the ops
+differ (a sum of products is not a product of sums). A partial mesh dim is
+kept as it is where the target has the same op there, unless a partial mesh
+dim before it that is reduced or made has another op.
 """
 
 from __future__ import annotations
@@ -36,8 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout, sharding_mesh_dims
-from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
 
 __all__ = ["Step", "estimate_cost", "plan_redistribution", "transfer_plan"]
 
@@ -52,14 +62,15 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
     """The steps that turn ``src`` into ``dst`` (see the module docstring)."""
     steps: list[Step] = []
     cur = src
-    # 1. Reduce the partial values the target does not keep.
-    for m, p in enumerate(src.placements):
-        if not isinstance(p, Partial) or (same_mesh and dst.placements[m] == p):
+    kept = _kept_partials(src, dst) if same_mesh else frozenset()
+    # 1. Reduce the partial values the target does not keep, last mesh dim first.
+    for m in reversed(range(len(src.placements))):
+        p = src.placements[m]
+        if not isinstance(p, Partial) or m in kept:
             continue
-        q = dst.placements[m]
+        q = dst.placements[m] if same_mesh else Replicate()  # another mesh: other dims
         if (
-            same_mesh
-            and isinstance(q, Shard)
+            isinstance(q, Shard)
             and not sharding_mesh_dims(cur.placements, q.dim)
             and sharding_mesh_dims(dst.placements, q.dim) == (m,)
         ):
@@ -70,11 +81,11 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
             steps.append(("all_reduce", m, p.op))
     # 2. Shard/Replicate moves towards the target with its new partials replicated.
     mid_placements = tuple(
-        Replicate() if isinstance(q, Partial) and cur.placements[m] != q else q
+        Replicate() if isinstance(q, Partial) and not (same_mesh and cur.placements[m] == q) else q
         for m, q in enumerate(dst.placements)
     )
     mid = Layout(dst.mesh_shape, mid_placements, dst.shape, dst.bounds)
-    if cur != mid:
+    if cur != mid or not same_mesh:
         fast = _per_dim_steps(cur, mid) if same_mesh else None
         steps.extend(fast if fast is not None else [("transfer", cur, mid)])
     # 3. New partial values, made locally.
@@ -114,6 +125,38 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
         }[kind]
         cost += LATENCY_BYTES + moved
     return cost
+
+
+def _kept_partials(src: Layout, dst: Layout) -> frozenset[int]:
+    """The partial mesh dims whose terms stay (see the module docstring).
+
+    Dim ``k`` stays if the target has the same op there and no partial mesh
+    dim before it that is reduced or made has another op: that one's reduction
+    would come after ``k``'s, out of order. Size-1 mesh dims hold the value as
+    their one term, so they fit any order.
+    """
+    ops: dict[int, str] = {}  # mesh dim partial in src or dst -> its op (src's first)
+    for m in range(len(src.mesh_shape)):
+        for p in (src.placements[m], dst.placements[m]):
+            if isinstance(p, Partial):
+                ops.setdefault(m, p.op)
+    kept = {m for m in ops if src.placements[m] == dst.placements[m]}
+    while True:
+        moving = [
+            (m, p.op)
+            for m in ops
+            if m not in kept and src.mesh_shape[m] > 1
+            for p in (src.placements[m], dst.placements[m])
+            if isinstance(p, Partial)
+        ]
+        out = {
+            k
+            for k in kept
+            if src.mesh_shape[k] > 1 and any(m < k and op != ops[k] for m, op in moving)
+        }
+        if not out:
+            return frozenset(kept)
+        kept -= out
 
 
 def _set(layout: Layout, m: int, placement: Placement, cut: tuple[int, ...] | None) -> Layout:
@@ -189,13 +232,26 @@ def transfer_plan(
     relative to this rank's source block (sends) or target block (receives).
     Each target element comes from one holder: the receiver itself when it
     holds it, otherwise holder number ``receiver % holders``, which spreads a
-    replicated source's load over its replicas.
+    replicated source's load over its replicas. A ``Partial`` mesh dim of
+    ``src`` must be the same in ``dst`` (one mesh): its terms stay at their
+    coordinate along it, so only ranks at the same coordinate there hold the
+    same term.
     """
+    terms = tuple(m for m, p in enumerate(src.placements) if isinstance(p, Partial))
+    if terms and (
+        dst.mesh_shape != src.mesh_shape
+        or any(dst.placements[m] != src.placements[m] for m in terms)
+    ):
+        raise ArgumentError(
+            f"transfer_plan: from {shorts(src.placements)} to {shorts(dst.placements)}: the "
+            f"partial mesh dims {terms} must stay alike (a transfer moves terms, it does not "
+            "add them); reduce them first"
+        )
     src_coords = list(np.ndindex(*src.mesh_shape))
     dst_coords = list(np.ndindex(*dst.mesh_shape))
-    holders: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    holders: dict[tuple[Any, ...], list[int]] = {}  # (block, term) -> ranks
     for coord, rank in zip(src_coords, src_ranks):
-        holders.setdefault(src.block(coord), []).append(rank)
+        holders.setdefault(_holding(src, coord, terms), []).append(rank)
 
     def sender(block_holders: list[int], receiver: int) -> int:
         if receiver in block_holders:
@@ -204,19 +260,28 @@ def transfer_plan(
 
     sends: list[tuple[int, tuple[slice, ...]]] = []
     if me in src_ranks:
-        mine = src.block(src_coords[src_ranks.index(me)])
+        mine, term = _holding(src, src_coords[src_ranks.index(me)], terms)
         for coord, rank in zip(dst_coords, dst_ranks):
             meet = _intersect(mine, dst.block(coord))
-            if meet is not None and sender(holders[mine], rank) == me:
+            if (
+                meet is not None
+                and _holding(dst, coord, terms)[1] == term
+                and sender(holders[mine, term], rank) == me
+            ):
                 sends.append((rank, _relative(meet, mine)))
     receives: list[tuple[int, tuple[slice, ...]]] = []
     if me in dst_ranks:
-        target = dst.block(dst_coords[dst_ranks.index(me)])
-        for block, block_holders in holders.items():
+        target, term = _holding(dst, dst_coords[dst_ranks.index(me)], terms)
+        for (block, block_term), block_holders in holders.items():
             meet = _intersect(block, target)
-            if meet is not None:
+            if meet is not None and block_term == term:
                 receives.append((sender(block_holders, me), _relative(meet, target)))
     return tuple(sorted(sends, key=lambda s: s[0])), tuple(sorted(receives, key=lambda r: r[0]))
+
+
+def _holding(layout: Layout, coord: Any, terms: tuple[int, ...]) -> tuple[Any, Any]:
+    """The block at ``coord`` and which term of it (its coordinate along the ``terms`` dims)."""
+    return layout.block(coord), tuple(int(coord[m]) for m in terms)
 
 
 def _intersect(
