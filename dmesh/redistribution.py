@@ -17,7 +17,7 @@ import dmesh.collectives as coll
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout
-from dmesh.core.plan import Step, transfer_plan
+from dmesh.core.plan import Step, crop_index, transfer_plan
 
 __all__ = ["partial_term", "run_steps", "transfer"]
 
@@ -58,6 +58,9 @@ def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> 
                 concat_sizes=concat_sizes,
                 sizes_agree=True,  # from the layouts: the same on every rank of the group
             )
+        elif kind == "crop":
+            _, before, after = step
+            local = local[crop_index(before, after, mesh.coordinate)].copy()
         elif kind == "transfer":
             _, before, after = step
             local = _transfer(local, before, after, mesh, dst_mesh)

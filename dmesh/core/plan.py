@@ -26,7 +26,8 @@ those rectangles, each target element coming from one holder of it. No rank
 ever holds more than its target block plus what it sends, so the full array
 appears only where the target replicates it. A transfer to another mesh
 (``same_mesh=False``) is made even between equal layouts, since a coordinate
-may be another rank there.
+may be another rank there; on one mesh, a transfer in which each target block
+lies inside the rank's current block moves nothing and is a local ``crop``.
 
 Partial values on several mesh dims are reduced from the last mesh dim to the
 first: the inverse of making their terms from the first mesh dim to the last
@@ -49,12 +50,12 @@ from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
 
-__all__ = ["Step", "estimate_cost", "plan_redistribution", "transfer_plan"]
+__all__ = ["Step", "crop_index", "estimate_cost", "plan_redistribution", "transfer_plan"]
 
 Step = tuple[Any, ...]
 
 LATENCY_BYTES = 10_000.0  # one message costs about as much as moving 10 kB
-LOCAL_STEP = 1.0  # a local step (slice, partial) costs next to nothing, but not nothing
+LOCAL_STEP = 1.0  # a local step (slice, crop, partial) costs next to nothing, but not nothing
 
 
 @lru_cache(maxsize=1024)
@@ -87,6 +88,8 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
     mid = Layout(dst.mesh_shape, mid_placements, dst.shape, dst.bounds)
     if cur != mid or not same_mesh:
         fast = _per_dim_steps(cur, mid) if same_mesh else None
+        if fast is None and same_mesh and _inside(cur, mid):
+            fast = [("crop", cur, mid)]
         steps.extend(fast if fast is not None else [("transfer", cur, mid)])
     # 3. New partial values, made locally.
     for m, q in enumerate(dst.placements):
@@ -100,31 +103,91 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
 
     Each communicating step counts the bytes it moves per rank plus
     ``LATENCY_BYTES`` for its messages; local steps count ``LOCAL_STEP``.
-    Propagation compares strategies with it and ``dmesh.debug.explain``
-    reports it.
+    A collective step counts the rank's block as it is at that step (a
+    slice before a gather shrinks what is gathered), taken as even; a
+    transfer counts what the busiest rank receives, exactly. Propagation
+    compares strategies with it and ``dmesh.debug.explain`` reports it.
     """
     if src == dst:
         return 0.0
-    shards = math.prod(
-        src.mesh_shape[m] for m, p in enumerate(src.placements) if isinstance(p, Shard)
-    )
-    block = itemsize * math.prod(src.shape) / max(shards, 1)
+    total = itemsize * math.prod(src.shape)
+    shards = _shards(src)
     cost = 0.0
     for step in plan_redistribution(src, dst, True):
         kind = step[0]
-        if kind in ("slice", "make_partial"):
+        if kind in ("crop", "transfer"):
+            if kind == "transfer":  # exactly what the busiest rank receives
+                cost += LATENCY_BYTES + itemsize * _most_received(step[1], step[2])
+            else:
+                cost += LOCAL_STEP
+            shards = _shards(step[2])
+            continue
+        if kind == "make_partial":
             cost += LOCAL_STEP
             continue
-        k = src.mesh_shape[step[1]] if kind != "transfer" else 1
+        k = src.mesh_shape[step[1]]
+        block = total / shards
+        if kind == "slice":
+            cost += LOCAL_STEP
+            shards *= k
+            continue
+        if kind == "all_gather":
+            shards //= k
+        elif kind == "reduce_scatter":
+            shards *= k
         moved = {
             "all_gather": block * (k - 1),
             "all_reduce": 2 * block * (k - 1) / k,
             "reduce_scatter": block * (k - 1) / k,
             "all_to_all": block * (k - 1) / k,
-            "transfer": block,
         }[kind]
         cost += LATENCY_BYTES + moved
     return cost
+
+
+def _shards(layout: Layout) -> int:
+    """Into how many blocks the layout cuts the array (mesh dims that shard)."""
+    return math.prod(
+        k for k, p in zip(layout.mesh_shape, layout.placements) if isinstance(p, Shard)
+    )
+
+
+def crop_index(before: Layout, after: Layout, coord: Any) -> tuple[slice, ...] | None:
+    """The part of the block at ``coord`` in ``before`` that is its block in ``after``.
+
+    None when the ``after`` block is not inside the ``before`` one (data must
+    move); an empty ``after`` block is inside any block.
+    """
+    index = []
+    for (a, b), (lo, hi) in zip(after.block(coord), before.block(coord)):
+        if a < b and not lo <= a <= b <= hi:
+            return None
+        index.append(slice(a - lo, b - lo) if a < b else slice(0, 0))
+    return tuple(index)
+
+
+@lru_cache(maxsize=1024)
+def _most_received(src: Layout, dst: Layout) -> int:
+    """Elements the busiest rank receives in a transfer on one mesh (what it lacks)."""
+    most = 0
+    for coord in _coords(dst):
+        target = dst.block(coord)
+        meet = _intersect(target, src.block(coord))
+        most = max(most, _volume(target) - (_volume(meet) if meet is not None else 0))
+    return most
+
+
+def _inside(before: Layout, after: Layout) -> bool:
+    """Whether every rank's ``after`` block lies inside its ``before`` block (one mesh)."""
+    return all(crop_index(before, after, coord) is not None for coord in _coords(after))
+
+
+def _coords(layout: Layout) -> list[tuple[int, ...]]:
+    return [tuple(int(i) for i in c) for c in np.ndindex(*layout.mesh_shape)]
+
+
+def _volume(box: tuple[tuple[int, int], ...]) -> int:
+    return math.prod(hi - lo for lo, hi in box)
 
 
 def _kept_partials(src: Layout, dst: Layout) -> frozenset[int]:

@@ -8,12 +8,22 @@ per rank; :class:`Simulation` runs a plan as ``dmesh.redistribution.run_steps`` 
 each collective over the ranks that share the other mesh coordinates, with the step's
 own sizes (checked against the blocks), each transfer by ``transfer_plan``'s
 rectangles. Source terms are those ``dmesh.distribute`` makes; target terms are
-reduced from the last partial mesh dim to the first, the planner's order.
+reduced from the last partial mesh dim to the first, the planner's order. With
+``S_r``/``T_r`` the rectangles rank ``r`` holds in the source/target:
 
 1. **The plan reaches the target**: every rank's block (terms reduced) is its target
    block of the global array; on one mesh, and between two meshes over the same
    ranks in any rank order (``same_mesh=False``).
 2. **A round trip is the identity** for sources without ``Partial`` dims.
+3. **Nothing moves that need not.** Counted from the plan's sizes and rectangles,
+   rank ``r`` receives from other ranks, outside reductions, at most ``|T_r - S_r|``
+   elements. Reductions are the legitimate extra, bounded apart: at most one per
+   partial mesh dim of the source. ``estimate_cost``, on the layouts its per-rank
+   model describes (balanced, lengths divisible by the block counts), less
+   ``LATENCY_BYTES`` per communicating step and ``LOCAL_STEP`` per local one, is at
+   most ``itemsize * (max_r |T_r - S_r| + sum of 2 (k - 1) / k * B over the reduced
+   mesh dims)``, ``k`` the dim's size and ``B`` the source block (what a ring
+   all-reduce moves).
 
 The regression tests at the end pin each planner bug these properties found.
 """
@@ -31,7 +41,15 @@ from hypothesis import strategies as st
 
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import PARTIAL_OPS, Partial, Placement, Replicate, Shard
-from dmesh.core.plan import Step, plan_redistribution, transfer_plan
+from dmesh.core.plan import (
+    LATENCY_BYTES,
+    LOCAL_STEP,
+    Step,
+    crop_index,
+    estimate_cost,
+    plan_redistribution,
+    transfer_plan,
+)
 from dmesh.creation import _make_partial
 from dmesh.redistribution import partial_term
 from references import reduce_reference
@@ -106,6 +124,21 @@ def mesh_pairs(draw: st.DrawFn) -> tuple[Layout, Layout, Coord]:
     other = draw(st.sampled_from(factorizations(n)))
     ranks = tuple(draw(st.permutations(range(n))))
     return src, draw(layouts(other, src.shape)), ranks
+
+
+@st.composite
+def even_pairs(draw: st.DrawFn) -> tuple[Layout, Layout]:
+    """Balanced layouts whose sharded lengths divide evenly (0 to 2 blocks' worth)."""
+    mesh, ndim = draw(meshes()), draw(st.integers(0, 3))
+    src, dst = draw(placements(mesh, ndim)), draw(placements(mesh, ndim))
+
+    def blocks(chosen: Any, d: int) -> int:
+        return math.prod(mesh[m] for m in sharding_mesh_dims(chosen, d))
+
+    shape = tuple(
+        draw(st.integers(0, 2)) * math.lcm(blocks(src, d), blocks(dst, d)) for d in range(ndim)
+    )
+    return Layout.balanced(mesh, src, shape), Layout.balanced(mesh, dst, shape)
 
 
 # -- the simulated mesh ---------------------------------------------------------------------
@@ -212,6 +245,13 @@ class Simulation:
             index[d] = slice(*after.block(c)[d])
             self.blocks[self.rank(c)] = self.blocks[self.rank(c)][tuple(index)].copy()
 
+    def crop(self, before: Layout, after: Layout, **_: Any) -> None:
+        """The local cut of each block to its block in ``after``."""
+        for c in coords(self.mesh):
+            index = crop_index(before, after, c)
+            assert index is not None, "crop: the target block is not inside"
+            self.blocks[self.rank(c)] = self.blocks[self.rank(c)][index].copy()
+
     def transfer(self, src: Layout, dst: Layout, dst_mesh: Coord, dst_ranks: Coord) -> None:
         """One ``Alltoallv`` of ``transfer_plan``'s rectangles; the mesh becomes the target's."""
         assert src.mesh_shape == self.mesh
@@ -257,6 +297,13 @@ def assert_holds(sim: Simulation, layout: Layout) -> None:
         np.testing.assert_array_equal(value, x[layout.slices(c)], err_msg=f"at {c}")
 
 
+def missing(src: Layout, dst: Layout, c: Coord) -> int:
+    """``|T_c minus S_c|``: the elements of the target block at ``c`` not in the source's."""
+    target = dst.block(c)
+    meet = [max(0, min(b, y) - max(a, x)) for (a, b), (x, y) in zip(target, src.block(c))]
+    return math.prod(dst.local_shape(c)) - math.prod(meet)
+
+
 # -- properties ----------------------------------------------------------------------------
 @settings(max_examples=200)
 @given(pairs())
@@ -282,6 +329,38 @@ def test_round_trip_is_the_identity(pair: tuple[Layout, Layout]) -> None:
     sim = moved(src, dst)
     sim.run(plan_redistribution(dst, src, True), src.mesh_shape, sim.ranks)
     assert_holds(sim, src)
+
+
+@settings(max_examples=200)
+@given(pairs())
+def test_nothing_moves_that_need_not(pair: tuple[Layout, Layout]) -> None:
+    """Property 3, per rank, from the plan's own sizes and rectangles."""
+    src, dst = pair
+    mesh, steps = src.mesh_shape, plan_redistribution(src, dst, True)
+    sim = moved(src, dst)
+    for c in coords(mesh):
+        assert sim.received[sim.rank(c)] <= missing(src, dst, c), (c, steps)
+    partial = {m for m, p in enumerate(src.placements) if isinstance(p, Partial)}
+    assert len(set(sim.reduced)) == len(sim.reduced), steps
+    assert set(sim.reduced) <= partial, steps
+
+
+@settings(max_examples=200)
+@given(even_pairs())
+def test_estimate_is_within_the_bound(pair: tuple[Layout, Layout]) -> None:
+    """Property 3 for ``estimate_cost``, on the even layouts its per-rank model describes."""
+    src, dst = pair
+    mesh, steps = src.mesh_shape, plan_redistribution(src, dst, True)
+    block = math.prod(src.shape) / math.prod(
+        k for k, p in zip(mesh, src.placements) if isinstance(p, Shard)
+    )
+    reduced = [step[1] for step in steps if step[0] in ("all_reduce", "reduce_scatter")]
+    allowance = sum(2 * (mesh[m] - 1) / mesh[m] * block for m in reduced)
+    local = sum(step[0] in ("slice", "crop", "make_partial") for step in steps)
+    overhead = LATENCY_BYTES * (len(steps) - local) + LOCAL_STEP * local
+    moved_bytes = estimate_cost(src, dst, ITEMSIZE) - overhead
+    most = max(missing(src, dst, c) for c in coords(mesh))
+    assert moved_bytes <= ITEMSIZE * (most + allowance) + 1e-9, (steps, moved_bytes, most)
 
 
 # -- regressions: each planner bug the properties found ---------------------------------------
@@ -323,3 +402,22 @@ def test_another_mesh() -> None:
         assert_holds(moved(src, dst, same_mesh=False), dst)
     assert [step[0] for step in plan_redistribution(line, line, False)] == ["transfer"]
     assert_holds(moved(line, line, same_mesh=False, dst_ranks=(3, 2, 1, 0)), line)
+
+
+def test_a_transfer_that_moves_nothing_is_a_local_crop() -> None:
+    """(S(0), R) -> (S(0), S(0)) was an Alltoallv in which every rank sent only to itself."""
+    src, dst = (Layout.balanced((2, 2), p, (8, 3)) for p in ((S0, R), (S0, S0)))
+    assert [step[0] for step in plan_redistribution(src, dst, True)] == ["crop"]
+    assert estimate_cost(src, dst, ITEMSIZE) == LOCAL_STEP
+    assert_holds(moved(src, dst), dst)
+
+
+def test_estimates_count_the_blocks_that_move() -> None:
+    """A transfer was priced as a whole source block and a gather after a slice as the
+    unsliced block: each counted twice what the busiest rank receives here."""
+    nested, grid = (Layout.balanced((2, 2), p, (8, 8)) for p in ((S0, S0), (S0, S1)))
+    assert [step[0] for step in plan_redistribution(nested, grid, True)] == ["transfer"]
+    assert estimate_cost(nested, grid, ITEMSIZE) == LATENCY_BYTES + 8 * ITEMSIZE
+    src, dst = (Layout.balanced((2, 2), p, (8, 8)) for p in ((S1, R), (R, S0)))
+    assert [step[0] for step in plan_redistribution(src, dst, True)] == ["slice", "all_gather"]
+    assert estimate_cost(src, dst, ITEMSIZE) == LOCAL_STEP + LATENCY_BYTES + 16 * ITEMSIZE
