@@ -110,7 +110,10 @@ def prepare(
     """Step 1: the operands (plain arrays replicated where allowed), their mesh and the step."""
     operands = replicate_arrays(operands)
     mesh, specs, shapes = check_operands(name, operands)
-    call = Call(shapes, tuple(s is not None for s in specs), static)
+    dtypes = tuple(
+        s.dtype if s is not None else getattr(x, "dtype", type(x)) for s, x in zip(specs, operands)
+    )
+    call = Call(shapes, tuple(s is not None for s in specs), static, dtypes)
     run = rule.run if rule.specialize is None else rule.specialize(call)
     decision = decide(rule, call, specs)
     single = len(operands) == 1 and specs[0] is not None and not decision.any_move

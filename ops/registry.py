@@ -16,7 +16,7 @@ from typing import Any
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.placement import Placement
 
-__all__ = ["Call", "Row", "Rule", "register", "rule_for"]
+__all__ = ["Call", "Row", "Rule", "partial_survives", "register", "rule_for"]
 
 Row = tuple[Placement, ...]  # (output, *inputs) on one mesh dimension
 
@@ -29,17 +29,37 @@ class Call:
     0-d arrays have shape ``()`` and ``darray[i]`` False (they are replicated
     values, e.g. the 1 of ``a + 1``). ``static`` is a hashable summary of the
     keyword arguments that matter. Rules give a placement for every operand;
-    a non-DArray operand's is always ``Replicate()``.
+    a non-DArray operand's is always ``Replicate()``. ``dtypes`` holds each
+    operand's dtype, or for a Python scalar its type (``int``, ``float``...:
+    NumPy gives it the other operands' dtype, NEP 50): partial rows depend on it, since a
+    sum of partial terms survives a change of integer width only if nothing
+    wrapped around in the narrower type.
     """
 
     shapes: tuple[tuple[int, ...], ...]
     darray: tuple[bool, ...]
     static: tuple[Any, ...] = ()
+    dtypes: tuple[Any, ...] = ()
 
 
 Parse = Callable[[tuple[Any, ...], dict[str, Any]], tuple[list[Any], tuple[Any, ...]]]
 Run = Callable[[Any, list[Any], Call], Any]
 DimMap = Callable[[Call], tuple[tuple[int | None, ...], ...]]
+
+
+def partial_survives(op: str, source: Any, result: Any) -> bool:
+    """Whether ``Partial(op)`` terms of dtype ``source`` still combine once cast to ``result``.
+
+    Max and min commute with every cast NumPy makes (casts are monotone).
+    Sums and products of integers wrap around in their own width, and a
+    bool sum is a logical or, so their terms must keep the dtype; floats and
+    complex only round (unknown dtypes, None, are refused).
+    """
+    if source is None or result is None:
+        return False
+    if op in ("max", "min") or source == result:
+        return True
+    return bool(source.kind in "fc" and result.kind in "fc")
 
 
 def broadcast_dims(call: Call) -> tuple[tuple[int | None, ...], ...]:

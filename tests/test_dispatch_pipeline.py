@@ -19,7 +19,7 @@ import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentError
 from dmesh.ops import pipeline
-from helpers import assert_all, assert_equal_all
+from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
 
@@ -180,11 +180,22 @@ def test_one_term_partial_converts_without_messages(
         ok = all(v == want or (np.isnan(v) and np.isnan(want)) for v in values)
         assert_all(comm, ok, f"{values} != {want}")
         same_on_every_rank(comm, np.array(values))
-        # Any reduce op: a one-element, one-term Partial built from the local blocks.
-        one = data[:, 1:2]
+        # Any reduce op: a one-element, one-term Partial built from the local blocks
+        # (an integer average is refused: see test_integer_average_is_refused).
+        one = data[:, 1:2] if not (op == "avg" and name == "int") else data[:, 1:2] * 1.0
         term = dmesh.from_local(one, mesh2, [Partial(op), Replicate()], shape=one.shape)
         with dmesh.debug.CommMode() as recorded:
             got, value = term.full_array(), term.item()
         assert_all(comm, recorded.counts() == {}, f"collectives made: {recorded.counts()}")
         assert_equal_all(comm, got, one)
         same_on_every_rank(comm, np.array([value]))
+
+
+def test_integer_average_is_refused(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """A Partial("avg") of integers has no integer value: every rank refuses to make one."""
+    partial = [Partial("avg")] + [Replicate()] * (mesh.ndim - 1)
+    for dtype in (np.int64, np.int8, np.uint8, np.bool_):
+        data = np.full(3, np.iinfo(np.int64).max if dtype is np.int64 else 1, dtype)
+        assert_raises_all(comm, ArgumentError, dmesh.distribute, data, mesh, partial, match="avg")
+    a = dmesh.distribute(np.arange(4.0), mesh, partial)  # floats keep it
+    assert_equal_all(comm, a.full_array(), np.arange(4.0))

@@ -84,10 +84,20 @@ def test_partial_sums_stay_partial(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
     partial = [Partial("sum")] + [Replicate()] * (mesh.ndim - 1)
     x, y = dmesh.distribute(a, mesh, partial), dmesh.distribute(b, mesh, partial)
     total = x + y
-    scaled = 3 * x
-    assert_all(comm, total.placements == tuple(partial) and scaled.placements == tuple(partial))
+    assert_all(comm, total.placements == tuple(partial))
     assert_equal_all(comm, total.full_array(), a + b)
+    # Float terms times a value are reduced first (a zero term times inf would be NaN);
+    # integer terms times integers of their dtype stay partial (exact, wrapping alike).
+    scaled = 3 * x
+    assert_all(comm, not any(p.is_partial() for p in scaled.placements))
     assert_equal_all(comm, scaled.full_array(), 3 * a)
+    ints = dmesh.distribute(np.arange(12).reshape(3, 4), mesh, partial)
+    for product in (
+        3 * ints,
+        ints * ints[0:1, 0:1].redistribute(placements=[Replicate()] * mesh.ndim),
+    ):
+        assert_all(comm, product.placements == tuple(partial), f"{product.placements}")
+    assert_equal_all(comm, (3 * ints).full_array(), 3 * np.arange(12).reshape(3, 4))
     shifted = x + 1  # adding 1 on every rank would add it k times: reduced first
     assert_all(comm, not any(p.is_partial() for p in shifted.placements))
     assert_equal_all(comm, shifted.full_array(), a + 1)

@@ -38,6 +38,12 @@ class DArraySpec:
                     f"{p!r} with dtype {self.dtype}: complex numbers are not ordered, so a "
                     "partial min/max has no value; use Partial('sum') or real data"
                 )
+            if isinstance(p, Partial) and p.op == "avg" and self.dtype.kind in "biu":
+                raise ArgumentError(
+                    f"{p!r} with dtype {self.dtype}: the average of integer terms is in general "
+                    "no integer (and beyond 2**53 not even exact in float64), so an integer "
+                    "DArray cannot hold one; use Partial('sum') or a float dtype"
+                )
         object.__setattr__(self, "_hash", hash((id(self.mesh), self.layout, self.dtype)))
 
     def __hash__(self) -> int:

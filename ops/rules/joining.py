@@ -21,7 +21,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
-from dmesh.ops.registry import Call, Row, decompose, register
+from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
 
@@ -71,7 +71,11 @@ def _join_rows(call: Call) -> list[Row]:
             continue
         out = d if name == "concatenate" or d < axis else d + 1
         rows.append((Shard(out), *(Shard(d),) * n))
-    rows += [(Partial(op), *(Partial(op),) * n) for op in PARTIAL_OPS]
+    if call.dtypes:  # terms cast to the result's dtype must still combine (partial_survives)
+        joined = np.result_type(*call.dtypes) if None not in call.dtypes else None
+        for op in PARTIAL_OPS:
+            if all(partial_survives(op, d, joined) for d in call.dtypes):
+                rows.append((Partial(op), *(Partial(op),) * n))
     return rows
 
 
@@ -124,8 +128,19 @@ def _broadcast_shape(call: Call) -> tuple[int, ...]:
     return tuple(call.static[0])
 
 
+def _broadcast_dims(call: Call) -> tuple[tuple[int | None, ...], ...]:
+    """Operand dim ``e`` is output dim ``e + (target ndim - operand ndim)``.
+
+    (The default map counts from the operands' own dims, which a target with
+    more dims shifts: blocks would then be aligned with the wrong output dim.)
+    """
+    offset = len(call.static[0]) - len(call.shapes[0])
+    return (tuple(e + offset for e in range(len(call.shapes[0]))),)
+
+
 register(np.broadcast_to, name="joining.broadcast_to", out_shape=_broadcast_shape,
-         parse=_parse_broadcast, run=_broadcast_run)(_broadcast_rows)  # fmt: skip
+         parse=_parse_broadcast, run=_broadcast_run,
+         dim_map=_broadcast_dims)(_broadcast_rows)  # fmt: skip
 
 
 @decompose(np.array_split)

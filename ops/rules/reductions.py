@@ -18,6 +18,7 @@ like NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import operator
@@ -29,7 +30,7 @@ import numpy as np
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.placement import Partial, Replicate, Shard
-from dmesh.ops.registry import Call, Row, register
+from dmesh.ops.registry import Call, Row, partial_survives, register
 
 R = Replicate()
 
@@ -125,19 +126,45 @@ def dim_map(call: Call) -> tuple[tuple[int | None, ...], ...]:
 
 def rows(call: Call) -> list[Row]:
     """Sharding rows of a reduction: a reduced sharded dim becomes Partial."""
-    func, axes, keepdims, _ = call.static
+    func, axes, keepdims, wanted = call.static
     op, keeps_partial = FAMILY[func]
     shape = call.shapes[0]
     result: list[Row] = [(R, R)]
+    # A mean with an integer dtype= truncates: each block's share cannot be a term.
+    truncates = func is np.mean and wanted is not None and np.dtype(wanted).kind in "biu"
     for d in range(len(shape)):
         if d in axes:
-            result.append((Partial(op), Shard(d)))
+            if not truncates:
+                result.append((Partial(op), Shard(d)))
         else:
             new = d if keepdims else d - sum(1 for a in axes if a < d)
             result.append((Shard(new), Shard(d)))
-    if keeps_partial:
+    if keeps_partial and call.dtypes and _keeps(func, op, call.dtypes[0], call.static[3]):
         result.append((Partial(op), Partial(op)))
     return result
+
+
+def _keeps(func: Any, op: str, dtype: Any, wanted: str | None) -> bool:
+    """Whether a partial input of ``op`` stays partial through ``func`` on ``dtype`` data.
+
+    Not when the reduction widens a sum's or product's integer terms (``np.sum``
+    of int8 adds in int64: terms that wrapped around in int8 would no longer),
+    and not for ``mean`` with an integer ``dtype=``, which truncates each
+    term's quotient.
+    """
+    if dtype is None:
+        return False
+    result = _result_dtype(func, dtype, wanted)
+    if func is np.mean and result.kind in "biu":
+        return False
+    return partial_survives(op, dtype, result)
+
+
+def _result_dtype(func: Any, dtype: np.dtype, wanted: str | None) -> np.dtype:
+    """The dtype of ``func``'s result on ``dtype`` data (with ``dtype=wanted`` if given)."""
+    kwargs = {} if wanted is None else {"dtype": np.dtype(wanted)}
+    with np.errstate(all="ignore"):
+        return np.asarray(func(np.ones(1, dtype), **kwargs)).dtype
 
 
 def run(func: Any, blocks: list[Any], call: Call) -> Any:
@@ -152,8 +179,7 @@ def run(func: Any, blocks: list[Any], call: Call) -> Any:
         # The ufunc's reduce itself, without np.sum's Python wrapper (a hot path).
         return _UFUNC_OF[family].reduce(block, **kwargs)
     if family is np.mean:
-        count = math.prod(shape[a] for a in axes)
-        return np.sum(block, **kwargs) / count
+        return _mean_term(block, kwargs, math.prod(shape[a] for a in axes))
     if family is np.count_nonzero:
         return np.count_nonzero(block, axis=axes, keepdims=keepdims)
     if family in (np.max, np.min):
@@ -185,6 +211,29 @@ def run(func: Any, blocks: list[Any], call: Call) -> Any:
     return family(block, **kwargs)
 
 
+def _mean_term(block: Any, kwargs: dict[str, Any], count: int) -> Any:
+    """This block's share of a mean: its sum over the global count, accumulated as NumPy does.
+
+    Integers and bools are added in float64 (in their own width they could
+    wrap around), float16 in float32 and the result cast back; with an
+    integer ``dtype=`` the quotient is cast to it (only a whole block is
+    then reduced here: such a mean is not split into partial terms).
+    """
+    kind = block.dtype
+    wanted = kwargs.get("dtype")
+    if wanted is None and kind.kind in "biu":
+        kwargs = {**kwargs, "dtype": np.float64}
+    elif wanted is None and kind == np.float16:
+        kwargs = {**kwargs, "dtype": np.float32}
+    with np.errstate(all="ignore") if count == 0 else _NO_CONTEXT:
+        quotient = np.sum(block, **kwargs) / count
+    result = wanted if wanted is not None else np.float16 if kind == np.float16 else None
+    if result is not None and quotient.dtype != result:
+        return np.asarray(quotient).astype(result)
+    return quotient
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 _UFUNC_OF = {np.sum: np.add, np.prod: np.multiply}
 
 
