@@ -363,7 +363,8 @@ class DArray(NDArrayOperatorsMixin):
         return np.ravel(self, order=order)
 
     def __getitem__(self, key: Any) -> DArray:
-        """Basic indexing moves no data; integer arrays are collective (``dmesh.ops.indexing``)."""
+        """Slices and ints move no data, except a negative step on a sharded dim (blocks go to
+        their mirrored owners); integer arrays are collective (``dmesh.ops.indexing``)."""
         if _hooks.getitem is None:
             raise UnsupportedError("indexing DArrays: the ops package is not loaded")
         selected: DArray = _hooks.getitem(self, key)
