@@ -27,8 +27,13 @@ def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> 
     """Run ``steps`` on this rank's block ``local`` (on ``mesh``; the target on ``dst_mesh``).
 
     Collectives get the mesh dim's communicator itself, which takes the
-    collectives' fast path for small messages.
+    collectives' fast path for small messages. A plan without steps (the
+    layouts differ on mesh dims of size 1 only) gives a copy of the block, as
+    the collectives it replaces did: the result never shares memory with the
+    source because a mesh dim has size 1.
     """
+    if not steps:
+        return local.copy()
     for step in steps:
         kind = step[0]
         if kind == "all_reduce":

@@ -16,9 +16,10 @@ nothing else changing, on the same mesh:
 ``P(a) -> P(b)``  ``all_reduce``, then ``R -> P(b)``
 ================  =============================================================
 
-Several mesh dims are changed one by one, local slices first (they shrink the
-data) and gathers last (they grow it), as long as each step only involves
-tensor dims that one mesh dim shards. Everything else (nested
+A mesh dim of size 1 holds one block and one term, so its placement changes
+without a step. Several mesh dims are changed one by one, local slices first
+(they shrink the data) and gathers last (they grow it), as long as each step
+only involves tensor dims that one mesh dim shards. Everything else (nested
 shardings, a change of block boundaries such as uneven -> balanced, another
 mesh over the same ranks) is one *transfer*: every rank computes where each
 source block meets each target block and one ``Alltoallv`` moves exactly
@@ -62,6 +63,8 @@ LOCAL_STEP = 1.0  # a local step (slice, crop, partial) costs next to nothing, b
 def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step, ...]:
     """The steps that turn ``src`` into ``dst`` (see the module docstring)."""
     steps: list[Step] = []
+    if same_mesh:
+        src = _relabel_size_one(src, dst)
     cur = src
     kept = _kept_partials(src, dst) if same_mesh else frozenset()
     # 1. Reduce the partial values the target does not keep, last mesh dim first.
@@ -102,7 +105,10 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
     """What moving one array from ``src`` to ``dst`` costs, in bytes per rank (pure).
 
     Each communicating step counts the bytes it moves per rank plus
-    ``LATENCY_BYTES`` for its messages; local steps count ``LOCAL_STEP``.
+    ``LATENCY_BYTES`` for its messages; local steps count ``LOCAL_STEP``. A
+    mesh dim of size 1 whose placement changes takes no step, but is priced
+    as the step it takes over a larger dim (no bytes at size 1): the
+    dispatcher then picks the same strategies whatever the mesh dims' sizes.
     A collective step counts the rank's block as it is at that step (a
     slice before a gather shrinks what is gathered), taken as even; a
     transfer counts what the busiest rank receives, exactly. Propagation
@@ -112,7 +118,11 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
         return 0.0
     total = itemsize * math.prod(src.shape)
     shards = _shards(src)
-    cost = 0.0
+    cost = sum(
+        LOCAL_STEP if isinstance(p, Replicate) else LATENCY_BYTES
+        for k, p, q in zip(src.mesh_shape, src.placements, dst.placements)
+        if k == 1 and p != q
+    )
     for step in plan_redistribution(src, dst, True):
         kind = step[0]
         if kind in ("crop", "transfer"):
@@ -190,13 +200,32 @@ def _volume(box: tuple[tuple[int, int], ...]) -> int:
     return math.prod(hi - lo for lo, hi in box)
 
 
+def _relabel_size_one(src: Layout, dst: Layout) -> Layout:
+    """``src`` with the target's placements on its mesh dims of size 1: the same blocks.
+
+    A size-1 mesh dim cuts nothing (block numbers and boundaries stay) and
+    holds one partial term, which is the value, so no data changes.
+    """
+    placements = tuple(
+        q if size == 1 else p for size, p, q in zip(src.mesh_shape, src.placements, dst.placements)
+    )
+    if placements == src.placements:
+        return src
+    bounds = tuple(
+        None if not sharding_mesh_dims(placements, d) else cut if cut is not None else (0, n)
+        for d, (n, cut) in enumerate(zip(src.shape, src.bounds))
+    )
+    return Layout(src.mesh_shape, placements, src.shape, bounds)
+
+
 def _kept_partials(src: Layout, dst: Layout) -> frozenset[int]:
     """The partial mesh dims whose terms stay (see the module docstring).
 
     Dim ``k`` stays if the target has the same op there and no partial mesh
     dim before it that is reduced or made has another op: that one's reduction
     would come after ``k``'s, out of order. Size-1 mesh dims hold the value as
-    their one term, so they fit any order.
+    their one term, so they fit any order (``_relabel_size_one`` has already
+    given them the target's placements).
     """
     ops: dict[int, str] = {}  # mesh dim partial in src or dst -> its op (src's first)
     for m in range(len(src.mesh_shape)):
