@@ -72,11 +72,15 @@ def identity(op: str, dtype: np.dtype) -> Any:
 
 def combine(op: str, terms: Sequence[np.ndarray]) -> np.ndarray:
     """Partial terms reduced as dmesh's collectives reduce them (dtype kept, NaN propagated)."""
-    stack = np.stack([np.asarray(t) for t in terms])
+    with np.errstate(all="ignore"):
+        return _combine(op, np.stack([np.asarray(t) for t in terms]), len(terms))
+
+
+def _combine(op: str, stack: np.ndarray, k: int) -> np.ndarray:
     dtype = stack.dtype
     if op == "avg":
         wide = np.float64 if dtype.kind in "biu" else np.float32 if dtype == np.float16 else dtype
-        total = np.add.reduce(stack, axis=0, dtype=wide) / len(terms)
+        total = np.add.reduce(stack, axis=0, dtype=wide) / k
         return np.asarray(total.astype(dtype))  # a DArray keeps its dtype
     if dtype.kind == "b":  # MPI's bool ops are logical: sum/max are or, prod/min are and
         ufunc = np.logical_or if op in ("sum", "max") else np.logical_and
