@@ -77,10 +77,12 @@ class CommMode:
     def counts(self, by: str = "collective") -> dict[Any, int]:
         """Number of collectives, by ``"collective"`` name, ``"op"``, ``"group"`` or
         ``"op_collective"`` (keys ``(op, collective)``)."""
+        _check_grouping(by)  # also when nothing was recorded
         return dict(Counter(_key(r, by) for r in self.records))
 
     def bytes(self, by: str = "collective") -> dict[Any, tuple[int, int]]:
         """(sent, received) bytes of this rank, grouped as in :meth:`counts`."""
+        _check_grouping(by)
         totals: dict[Any, tuple[int, int]] = {}
         for r in self.records:
             key = _key(r, by)
@@ -134,6 +136,11 @@ class CommMode:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text + "\n")
         return text
+
+
+def _check_grouping(by: str) -> None:
+    if by not in _GROUPINGS:
+        raise ArgumentError(f"by={by!r}: expected one of {', '.join(map(repr, _GROUPINGS))}")
 
 
 def _key(record: CollectiveRecord, by: str) -> Any:
