@@ -30,10 +30,10 @@ def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> 
     collectives' fast path for small messages. A plan without steps (the
     layouts differ on mesh dims of size 1 only) gives a copy of the block, as
     the collectives it replaces did: the result never shares memory with the
-    source because a mesh dim has size 1.
+    source because a mesh dim has size 1. Nor does it when every step keeps
+    the block (``R -> P(max)``: each term is the value itself).
     """
-    if not steps:
-        return local.copy()
+    source = local
     for step in steps:
         kind = step[0]
         if kind == "all_reduce":
@@ -74,7 +74,7 @@ def run_steps(local: Any, steps: tuple[Step, ...], mesh: Any, dst_mesh: Any) -> 
             local = partial_term(local, op, dst_mesh.coordinate[m] == 0)
         else:  # pragma: no cover - plans only hold the kinds above
             raise AssertionError(f"unknown redistribution step {step!r}")
-    return local
+    return local.copy() if local is source else local
 
 
 def partial_term(value: Any, op: str, first: bool) -> Any:

@@ -249,3 +249,22 @@ def test_distribute_from_src_on_the_default_mesh(comm: MPI.Intracomm) -> None:
     d = dmesh.distribute(a if MPI.COMM_WORLD.Get_rank() == 0 else None, src=0)
     assert_all(comm, d.placements == (Shard(0),))
     check_full(comm, d, a)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "avg"])
+def test_redistributed_array_never_shares_the_source_block(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, op: str
+) -> None:
+    """R -> P(max/min/avg) keeps each block as its term: it must still be a new array.
+
+    (``b = a.redistribute(mesh, [Partial("max")]); b += 1`` changed ``a`` too.)
+    """
+    x = np.arange(6.0)
+    a = dmesh.distribute(x, mesh, [Replicate()] * mesh.ndim)
+    b = a.redistribute(mesh, [Partial(op)] + [Replicate()] * (mesh.ndim - 1))
+    ok = not np.shares_memory(a.local, b.local)
+    b.local[...] = -1.0
+    full = a.full_array()
+    if mesh.is_member:  # (ranks outside a smaller mesh hold no data)
+        ok = ok and np.array_equal(full, x)
+    assert_all(comm, ok, "a redistributed block shares the source's memory")
