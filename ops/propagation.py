@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dmesh.core.layout import Layout, sharding_mesh_dims
-from dmesh.core.placement import Placement
+from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.plan import estimate_cost
 from dmesh.core.spec import DArraySpec
 from dmesh.ops.registry import Call, Rule
@@ -103,6 +103,7 @@ def _price(
         for d in range(len(out_shape))
     ]
     result = Layout(mesh_shape, out_placements, out_shape, tuple(out_bounds))
+    hidden = _hidden_bounds(targets, dim_map, specs)
     operands: list[Layout | None] = []
     cost = 0.0
     for spec, placements, dims in zip(specs, targets, dim_map):
@@ -119,6 +120,8 @@ def _price(
                 bounds.append(None)
             elif d is not None and sharding_mesh_dims(out_placements, d) == mesh_dims:
                 bounds.append(out_bounds[d])  # aligned with the result
+            elif d is None and mesh_dims in hidden:
+                bounds.append(hidden[mesh_dims])  # aligned with the other operands
             elif sharding_mesh_dims(spec.placements, e) == mesh_dims:
                 bounds.append(spec.layout.bounds[e])  # kept where it is
             else:
@@ -130,6 +133,48 @@ def _price(
         spec is not None and target != spec.layout for spec, target in zip(specs, operands)
     )
     return Decision(tuple(operands), result, cost, moves)
+
+
+def _hidden_bounds(
+    targets: list[tuple[Placement, ...]],
+    dim_map: tuple[tuple[int | None, ...], ...],
+    specs: tuple[DArraySpec | None, ...],
+) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """One set of boundaries per group of mesh dims sharding a dim that maps to no output dim.
+
+    Such dims (an einsum's contracted index) must be cut alike in every
+    operand, or blocks of different indices would be multiplied. In one
+    combination of rows, each mesh dim shards at most one such index (a row
+    shards one letter), so the mesh dims name it. The first operand already
+    cut that way keeps its boundaries and the others follow; with none, the
+    cut is balanced.
+    """
+    found: dict[tuple[int, ...], tuple[int, ...]] = {}
+    lengths: dict[tuple[int, ...], int] = {}
+    for spec, placements, dims in zip(specs, targets, dim_map):
+        if spec is None:
+            continue
+        for e, d in enumerate(dims):
+            mesh_dims = sharding_mesh_dims(placements, e)
+            if d is not None or not mesh_dims:
+                continue
+            lengths.setdefault(mesh_dims, spec.shape[e])
+            if mesh_dims not in found and sharding_mesh_dims(spec.placements, e) == mesh_dims:
+                found[mesh_dims] = spec.layout.bounds[e]  # type: ignore[assignment]
+    mesh_shape = next(s for s in specs if s is not None).layout.mesh_shape
+    for mesh_dims, length in lengths.items():
+        if mesh_dims not in found:
+            found[mesh_dims] = _balanced_cut(mesh_shape, mesh_dims, length)
+    return found
+
+
+def _balanced_cut(
+    mesh_shape: tuple[int, ...], mesh_dims: tuple[int, ...], n: int
+) -> tuple[int, ...]:
+    """Balanced boundaries of a length-``n`` dim sharded over ``mesh_dims`` (in that order)."""
+    placements = tuple(Shard(0) if m in mesh_dims else Replicate() for m in range(len(mesh_shape)))
+    order = Layout.balanced(mesh_shape, placements, (n,))
+    return order.bounds[0]  # type: ignore[return-value]
 
 
 def _kept_bounds(

@@ -27,9 +27,9 @@ Combined over mesh dims the rows give the 2-D-mesh block products; the cost
 model chooses among them. Operands a row cannot take as they are are
 rewritten by ``parse`` first: ``outer`` flattens operands that are not 1-D
 (``np.ravel``, as NumPy does), ``einsum`` replaces an operand with a
-repeated index (``ii->i``, ``iij->j``) by its diagonal (:func:`take_diagonal`),
-and operands that cut a contracted index at different places are rebalanced
-(:func:`align_contracted`).
+repeated index (``ii->i``, ``iij->j``) by its diagonal (:func:`take_diagonal`).
+Operands that cut a contracted index at different places are aligned by
+propagation.
 
 Locally, ``einsum`` runs NumPy's default loop, which multiplies before it
 sums, except for two operands sharing every contracted index (the same
@@ -57,8 +57,18 @@ from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, register
 
 __all__ = [
-    "align_contracted", "call_dims", "call_rows", "call_shape", "einsum_dims", "einsum_rows",
-    "einsum_shape", "flatten", "ndim_of", "parse_subscripts", "shape_of", "take_diagonal",
+    "call_dims",
+    "call_rows",
+    "call_shape",
+    "checked",
+    "einsum_dims",
+    "einsum_rows",
+    "einsum_shape",
+    "flatten",
+    "ndim_of",
+    "parse_subscripts",
+    "shape_of",
+    "take_diagonal",
 ]  # fmt: skip
 
 R = Replicate()
@@ -212,45 +222,16 @@ def take_diagonal(x: Any, term: str) -> tuple[Any, str]:
     return DArray(local, spec), unique
 
 
-def align_contracted(operands: list[Any], inputs: tuple[str, ...], output: str) -> list[Any]:
-    """The operands, each contracted index's blocks balanced where the operands cut it differently.
+def checked(operands: list[Any], inputs: tuple[str, ...], output: str) -> list[Any]:
+    """The operands, once their shapes fit the subscripts (NumPy's error otherwise, on every rank).
 
-    Propagation aligns an operand's blocks with the result's, so the blocks
-    of an output index agree; a contracted index has no result dim, and each
-    operand keeps its own boundaries for it or takes balanced ones. Operands
-    cut differently (``a[1:]`` against a balanced vector) would multiply
-    elements of different indices, so such operands are rebalanced here
-    (collective; only misplaced elements move): every target cut of the
-    index is then the balanced one. Operands cut alike (``x.T @ x``) move
-    nothing.
+    A contracted index cut at different places in two operands (``a[1:]``
+    against a balanced vector) is aligned by propagation, which gives every
+    operand dim that maps to no output dim, sharded over the same mesh dims,
+    the same boundaries (``dmesh.ops.propagation``).
     """
-    einsum_shape(inputs, output, tuple(shape_of(x) for x in operands))  # checked before moving
-    cuts: dict[str, set[tuple[Any, ...]]] = {}
-    count: Counter[str] = Counter()
-    for x, term in zip(operands, inputs):
-        if isinstance(x, DArray):
-            for e, c in enumerate(term):
-                if c not in output:
-                    count[c] += 1
-                    mesh_dims = sharding_mesh_dims(x.placements, e)
-                    cuts.setdefault(c, set()).add((mesh_dims, x.spec.layout.bounds[e]))
-    differ = {c for c, seen in cuts.items() if count[c] > 1 and len(seen) > 1}
-    if not differ:
-        return operands
-    aligned = []
-    for x, term in zip(operands, inputs):
-        if isinstance(x, DArray):
-            layout = x.spec.layout
-            balanced = Layout.balanced(layout.mesh_shape, layout.placements, layout.shape).bounds
-            bounds = tuple(
-                balanced[e] if c in differ else layout.bounds[e] for e, c in enumerate(term)
-            )
-            if bounds != layout.bounds:
-                x = x.with_layout(
-                    Layout(layout.mesh_shape, layout.placements, layout.shape, bounds)
-                )
-        aligned.append(x)
-    return aligned
+    einsum_shape(inputs, output, tuple(shape_of(x) for x in operands))
+    return operands
 
 
 def _subscripts_for(name: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
@@ -283,7 +264,7 @@ def _parse_binary(name: str) -> Any:
         if len(args) != 2 or kwargs:
             raise UnsupportedError(f"np.{name} on DArrays takes two operands and no keywords")
         inputs, output = _subscripts_for(name, (ndim_of(args[0]), ndim_of(args[1])))
-        return align_contracted(list(args), inputs, output), (inputs, output)
+        return checked(list(args), inputs, output), (inputs, output)
 
     return parse
 
@@ -334,7 +315,7 @@ def _parse_einsum(
     pairwise = len(terms) == 2 and all(c in terms[0] and c in terms[1] for c in contracted)
     optimize = optimize or pairwise
     static = (tuple(terms), output, optimize)
-    return align_contracted(operands, tuple(terms), output), static
+    return checked(operands, tuple(terms), output), static
 
 
 def _run_einsum(func: Any, blocks: list[Any], call: Call) -> Any:

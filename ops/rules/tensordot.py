@@ -26,10 +26,10 @@ from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, Unsupport
 from dmesh.darray import DArray
 from dmesh.ops.registry import Call, register
 from dmesh.ops.rules.contractions import (
-    align_contracted,
     call_dims,
     call_rows,
     call_shape,
+    checked,
     flatten,
     ndim_of,
     shape_of,
@@ -116,7 +116,7 @@ def _parse_tensordot(
     inputs, output, a_axes, b_axes = tensordot_subscripts(
         (shape_of(args[0]), shape_of(args[1])), axes
     )
-    operands = align_contracted(list(args[:2]), inputs, output)
+    operands = checked(list(args[:2]), inputs, output)
     return operands, (inputs, output, a_axes, b_axes)
 
 
@@ -137,7 +137,7 @@ def _parse_vdot(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any
         raise ArgumentError(
             f"np.vdot: the operands have {sizes[0]} and {sizes[1]} elements; it needs equal sizes"
         )
-    operands = align_contracted([flatten(x) for x in args], ("i", "i"), "")
+    operands = checked([flatten(x) for x in args], ("i", "i"), "")
     return operands, (("i", "i"), "")
 
 
