@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -62,6 +63,69 @@ class Verdict:
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         if exc_type is None:
             self.agree()
+
+
+class BitVerdict(Verdict):
+    """A Verdict that also records the bytes of values every rank must hold bit for bit.
+
+    ``bits`` keeps a digest of a value this rank holds and communicates
+    nothing; ``agree`` is still one allgather, of the failures and the digests,
+    and raises on every rank if a check failed on any rank or if a value's
+    bytes differ between ranks (a NaN's sign, a zero's, one ulp). Only then a
+    second allgather fetches the first differing values, to show each rank's.
+    """
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        super().__init__(comm)
+        self.labels: list[str] = []
+        self.values: list[np.ndarray] = []
+        self.digests: list[bytes] = []
+
+    def bits(self, label: str, value: Any) -> None:
+        """Record ``value`` (an array or a Python scalar): its dtype, shape and bytes."""
+        data = np.ascontiguousarray(value)
+        digest = hashlib.blake2b(f"{data.dtype.str}{data.shape}".encode(), digest_size=8)
+        digest.update(data.tobytes())
+        self.labels.append(label)
+        self.values.append(data)
+        self.digests.append(digest.digest())
+
+    def agree(self) -> None:
+        """Raise on every rank if a check failed or a value differs between ranks (collective)."""
+        mine = (self.failures[:3], len(self.failures), b"".join(self.digests))
+        everyone = self.comm.allgather(mine)  # the same list on every rank: the same decision
+        shown = [f"rank {r}: {m}" for r, (first, _, _) in enumerate(everyone) for m in first]
+        count = sum(n for _, n, _ in everyone)
+        digests = [d for _, _, d in everyone]
+        common = min(len(d) for d in digests) // 8
+        differ = [i for i in range(common) if len({d[8 * i : 8 * i + 8] for d in digests}) > 1]
+        if len({len(d) for d in digests}) > 1:
+            differ.append(common)  # ranks recorded different numbers of values
+        if differ:
+            at = differ[0]
+            label = self.labels[at] if at < len(self.labels) else "(a value some ranks lack)"
+            held = self.comm.allgather(self.values[at] if at < len(self.values) else None)
+            shown.insert(
+                0,
+                f"ranks hold different bits ({len(differ)} values): {label}: "
+                + _first_difference(held),
+            )
+        if count or differ:
+            more = f"\n... {count} failed checks in all, over the ranks" if count > 3 else ""
+            raise AssertionError("\n".join(shown[:4]) + more)
+
+
+def _first_difference(held: list[np.ndarray | None]) -> str:
+    """Each rank's first element whose bytes differ between ranks, with its bytes in hex."""
+    if any(v is None or v.shape != held[0].shape or v.dtype != held[0].dtype for v in held):
+        return "; ".join(f"rank {r}: {v!r}" for r, v in enumerate(held))
+    flat = [np.ascontiguousarray(v).reshape(-1) for v in held if v is not None]
+    for k in range(flat[0].size):
+        if len({f[k : k + 1].tobytes() for f in flat}) > 1:
+            return f"element {k}: " + "; ".join(
+                f"rank {r}: {f[k]!r} ({f[k : k + 1].tobytes().hex()})" for r, f in enumerate(flat)
+            )
+    return "no element differs"
 
 
 def _compare(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:
