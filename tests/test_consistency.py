@@ -1,9 +1,32 @@
 """The consistency suite, generated from the registry: every registered op has sample
-inputs here and agrees with NumPy on one process, for several placements and meshes.
-Registering an op without samples makes ``test_every_registered_op_has_samples`` fail."""
+inputs (tests/samples.py) and agrees with NumPy, run two ways.
+
+- ``test_op_agrees_with_numpy``: values inside every domain, every Replicate/Shard
+  placement of the first operand on each mesh dim, and Partial ones on the first
+  mesh dim (dispatch reduces them where the op's rule does not take them):
+  Partial("sum") and, in turn, one of max, min, prod and avg, so that each sample
+  meets every kind over the meshes of one run of the suite (2, 3, 4 ranks and
+  (2, 2)); dmesh refuses avg for integers and max/min for complex numbers. Then a
+  first operand that is a slice of a sharded array twice as long: its blocks are
+  uneven and the first or the last rank's is empty. The part cut off holds NaN (or
+  the integer maximum): a value leaking from it shows.
+- ``test_hostile_values``: NaN, both infinities, both zeros, negatives, values
+  outside each function's domain and integer extremes, for the ops whose NumPy
+  answer is well defined on them; compared NaN-aware (NaN equals NaN of either sign,
+  infinities match in sign). Where values of different blocks meet, each axis
+  sharded alone (on a 2-D mesh over its second mesh dim, and two axes over both);
+  elementwise ops get one sharded layout; Partial operands as above.
+
+Every result, gathered, and every Python scalar of a one-element result (``item()``,
+``float()``/``complex()``, ``bool()``, ``int()``) must also be the same bits on every
+rank: a reduction whose result depends on the order of its terms (a NaN's sign, a
+zero's) shows. Each test agrees once, over all its checks (``BitVerdict``).
+Registering an op without samples makes ``test_every_registered_op_has_samples`` fail.
+"""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -11,174 +34,222 @@ from typing import Any
 import numpy as np
 import pytest
 from mpi4py import MPI
+from samples import ELEMENTWISE, HOSTILE, SAMPLES, Sample, call, key_name
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import UnsupportedError
-from dmesh.ops.kernels.linalg import LOCAL_ONLY, REPLICATED_MATRIX
-from dmesh.ops.kernels.scan import ACCUMULATING
+from dmesh.core.placement import Placement
+from dmesh.ops.kernels.linalg import REPLICATED_MATRIX
 from dmesh.ops.registry import _decompositions, registered
-from dmesh.ops.rules.elementwise import UFUNCS
-from helpers import Verdict, assert_raises_all
+from helpers import BitVerdict
 
-RNG = np.random.default_rng(11)
-
-
-def _sample_array(kind: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if kind == "d":
-        return rng.uniform(0.25, 0.75, size=shape)  # inside every ufunc's domain
-    if kind == "l":
-        return rng.integers(1, 6, size=shape)
-    return rng.random(shape) < 0.5
-
-
-def _ufunc_kinds(ufunc: np.ufunc) -> str:
-    """Input type codes of the first loop over float64, int64 and bool only (e.g. ldexp: 'dl')."""
-    for preferred in ("d", "l", "?"):
-        for loop in ufunc.types:
-            inputs = loop.split("->")[0]
-            if preferred in inputs and set(inputs) <= {"d", "l", "?"}:
-                return inputs
-    raise AssertionError(f"no sample dtype for {ufunc.__name__}: {ufunc.types}")
-
-
-# key -> list of (args, kwargs) with numpy arrays; the test distributes the arrays.
-SAMPLES: dict[Any, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
-for _u in UFUNCS:
-    _kinds = _ufunc_kinds(_u)
-    _args = tuple(_sample_array(k, (5, 3) if i == 0 else (3,), i) for i, k in enumerate(_kinds))
-    if _u is np.arccosh:  # its domain starts at 1
-        _args = (_args[0] + 1.0,)
-    SAMPLES[_u] = [(_args, {})]
-_M = _sample_array("d", (5, 4), 1)
-_V = _sample_array("d", (4,), 2)
-for _f in (np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_nonzero, np.nansum,
-           np.nanprod):  # fmt: skip
-    SAMPLES[_f] = [((_M,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": -1, "keepdims": True})]
-for _u in (np.add, np.multiply, np.maximum, np.minimum, np.logical_or, np.logical_and):
-    SAMPLES[(_u, "reduce")] = [((_M > 0.5 if _u.__name__.startswith("logical") else _M, 0), {})]
-_I = (np.arange(20).reshape(5, 4) * 7919) % 13
-for _u in ACCUMULATING:
-    _x = (
-        _I % 3 > 0
-        if _u.__name__.startswith("logical")
-        else _I
-        if _u.__name__.startswith("bit")
-        else _M
-    )
-    SAMPLES[(_u, "accumulate")] = [((_x,), {}), ((_x,), {"axis": 1})]
-SAMPLES[(np.add, "accumulate")] += [((_I.astype(np.int8),), {"dtype": np.int64})]
-SAMPLES[np.matmul] = [((_M, _V), {}), ((_M, _M.T.copy()), {}), ((_V, _V), {})]
-SAMPLES[np.dot] = [((_M, _V), {}), ((_V, _V), {})]
-SAMPLES[np.inner] = [((_M, _V), {})]
-SAMPLES[np.outer] = [((_V, _V[:3]), {})]
-SAMPLES[np.einsum] = [(("ij,j->i", _M, _V), {}), (("ij,kj->ik", _M, _M), {})]
-SAMPLES[np.einsum] += [(("ii->i", _M[:4]), {}), (("ij,jj", _M, _M[:4]), {}), (("ii", _M[1:]), {})]
-SAMPLES[np.outer] += [((_M, _V), {}), ((_V, _M.T.copy()), {})]
-SAMPLES[np.tensordot] = [((_M, _M), {"axes": ([0], [0])}), ((_M, _V), {"axes": 1})]
-SAMPLES[np.tensordot] += [((_V, _M), {"axes": 0}), ((_M, _M.T.copy()), {"axes": ([-1, 0], [0, 1])})]
-SAMPLES[np.vdot] = [((_M, _M), {}), ((_V + 1j * _V[::-1], _V), {}), ((_M.T.copy(), _M), {})]
-SAMPLES[np.transpose] = [((_M,), {}), ((_M3 := _sample_array("d", (2, 3, 4), 3), (1, 2, 0)), {})]
-SAMPLES[np.swapaxes] = [((_M3, 0, 2), {})]
-SAMPLES[np.moveaxis] = [((_M3, 0, -1), {})]
-_C = _sample_array("d", (5, 4), 5)
-SAMPLES[np.where] = [((_M > 0.5, _M, _C), {}), ((_M > 0.5, _M, 0.0), {})]
-SAMPLES[np.clip] = [((_M, 0.3, 0.6), {})]
-SAMPLES[np.isclose] = [((_M, _C), {"atol": 0.2})]
-SAMPLES[np.nan_to_num] = [((np.where(_M > 0.5, np.nan, _M),), {"nan": -1.0})]
-SAMPLES[np.allclose] = [((_M, _C), {"atol": 0.6}), ((_M, _M), {})]
-SAMPLES[np.array_equal] = [((_M, _M), {}), ((_M, _C), {})]
-SAMPLES[np.shape] = [((_M,), {})]
-SAMPLES[np.ndim] = [((_M,), {})]
-SAMPLES[np.size] = [((_M,), {}), ((_M,), {"axis": 1})]
-_T = np.array([[3.0, 9, 1], [9, 2, 9], [0, 5, 7], [4, np.nan, 2], [1, 1, 1]])
-for _f in (np.argmax, np.argmin):  # ties, and a NaN that wins
-    SAMPLES[_f] = [((_M,), {}), ((_T,), {"axis": 0}), ((_T[:, [0, 2]],), {"axis": 1})]
-SAMPLES[np.cumsum] = [((_M,), {"axis": 0}), ((_M,), {"axis": 1}), ((_V,), {})]
-SAMPLES[np.cumprod] = [((_M,), {"axis": 0}), ((_M > 0.5,), {"axis": 1})]
-SAMPLES[np.diff] = [((_M,), {}), ((_M,), {"axis": 0, "n": 2}), ((_V,), {})]
-_N = np.where(_M > 0.6, np.nan, _M)
-_N[:, 0] = np.nan  # an all-NaN column
-for _f in (np.nanmax, np.nanmin, np.nanmean, np.nanvar, np.nanstd):
-    SAMPLES[_f] = [((_N,), {"axis": 0}), ((_N,), {"axis": 1}), ((_M,), {})]
-SAMPLES[np.reshape] = [
-    ((_M, (20,)), {}),
-    ((_M, (5, 2, 2)), {}),
-    ((_M3, (6, 4)), {}),
-    ((_M, -1), {}),
-]
-SAMPLES[np.ravel] = [((_M,), {}), ((_M3,), {})]
-SAMPLES[np.squeeze] = [((_M[:, :1],), {}), ((_M3[:, :1],), {"axis": 1})]
-SAMPLES[np.expand_dims] = [((_M, 1), {}), ((_M, (0, 3)), {})]
-SAMPLES[np.concatenate] = [(([_M, _C],), {}), (([_M, _C[:, :2]],), {"axis": 1})]
-SAMPLES[np.stack] = [(([_M, _C],), {}), (([_M, _C],), {"axis": 2})]
-SAMPLES[np.broadcast_to] = [((_V, (3, 4)), {}), ((_M[:, :1], (5, 6)), {})]
-SAMPLES[np.nonzero] = [((_M > 0.5,), {}), ((_V > 0.3,), {})]
-SAMPLES[np.array_split] = [((_M, 3), {}), ((_M, [1, 3]), {"axis": 1})]
-SAMPLES[np.split] = [((_M, 5), {}), ((_M, 2), {"axis": 1})]
-SAMPLES[np.vstack] = [(([_M, _C],), {}), (([_V, _V],), {})]
-SAMPLES[np.hstack] = [(([_M, _C],), {}), (([_V, _V],), {})]
-SAMPLES[np.flip] = [((_M,), {"axis": 1}), ((_M,), {"axis": 0}), ((_M,), {}), ((_V,), {})]
-SAMPLES[np.roll] = [((_M, 2), {"axis": 0}), ((_M, -1), {"axis": 1})]
-_S = np.random.default_rng(8).integers(0, 9, 37).astype(np.float64)
-_S[[3, 20]] = np.nan  # NaNs sort last; duplicates
-SAMPLES[np.sort] = [((_S,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": None}), ((_M,), {})]
-SAMPLES[np.argsort] = [  # dmesh's argsort is stable: compare with NumPy's stable one
-    ((_S,), {"kind": "stable"}),
-    ((_M,), {"axis": 0, "kind": "stable"}),
-    ((_M,), {"kind": "stable"}),
-]
-SAMPLES[np.unique] = [
-    ((_S,), {}),
-    (((_M * 4).round(),), {}),
-    ((_S,), {"equal_nan": False}),
-    # Tuple results are compared without equal_nan: samples with return_* have no NaN.
-    (((_M * 4).round(),), {"return_index": True, "return_inverse": True, "return_counts": True}),
-    ((_S[~np.isnan(_S)].astype(np.int64),), {"return_inverse": True, "return_counts": True}),
-]
-SAMPLES[np.var] = [((_M,), {}), ((_M,), {"axis": 0, "ddof": 1})]
-SAMPLES[np.std] = [((_M,), {"axis": 1})]
-SAMPLES[np.linalg.norm] = [((_V,), {}), ((_M,), {})]
-_A = _sample_array("d", (9, 3), 6)  # np.linalg: a tall matrix (TSQR when its rows are sharded)
-SAMPLES[np.linalg.qr] = [((_A,), {}), ((_A,), {"mode": "r"}), ((_A + 1j * _A[::-1],), {})]
-SAMPLES[np.linalg.svd] = [((_A,), {"full_matrices": False}), ((_A,), {"compute_uv": False})]
-SAMPLES[np.linalg.lstsq] = [((_A, _A[:, 0] ** 2), {}), ((_A, _sample_array("d", (9, 2), 7)), {})]
-_P = _sample_array("d", (4, 4), 8) + 2 * np.eye(4)  # replicated only (sharded: an error)
-SAMPLES[np.linalg.solve] = [((_P, _A[:4]), {}), ((_P, _V), {})]
-for _f in LOCAL_ONLY:  # symmetric positive definite: every function applies
-    SAMPLES[_f] = [((_P @ _P.T,), {})]
-SAMPLES[np.take] = [  # a list index is replicated; an ndarray one becomes a DArray index
-    ((_M, [3, 0, -1, 3]), {"axis": 0}),
-    ((_M, np.array([[1, 3], [0, 0]])), {"axis": 1}),
-    ((_M, [19, 0, 7]), {}),
-    ((_V, [5, -7]), {"mode": "wrap"}),
-]
-_Z = _M + 1j * _C  # np.fft: 2-D and 3-D inputs (a sharded 1-D array has no axis to transpose to)
-SAMPLES[np.fft.fft] = [((_Z,), {}), ((_M,), {"axis": 0, "n": 7})]
-SAMPLES[np.fft.ifft] = [((_Z,), {"axis": 0, "norm": "ortho"})]
-SAMPLES[np.fft.rfft] = [((_M,), {"axis": 0}), ((_M3,), {"n": 5})]
-SAMPLES[np.fft.irfft] = [((_Z,), {"axis": 0, "n": 9}), ((_Z,), {})]
-SAMPLES[np.fft.fftn] = [((_M3,), {}), ((_Z,), {"s": (3, 6), "axes": (0, 1)})]
-SAMPLES[np.fft.ifftn] = [((_M3,), {"norm": "forward"})]
-SAMPLES[np.fft.rfftn] = [((_M3,), {}), ((_M,), {"s": (4, 5), "axes": (1, 0)})]
-SAMPLES[np.fft.irfftn] = [((_Z,), {"s": (5, 7), "axes": (0, 1)}), ((_M3 + 0j,), {})]
-SAMPLES[np.fft.fft2] = [((_M3,), {})]
-SAMPLES[np.fft.ifft2] = [((_Z,), {})]
-SAMPLES[np.fft.rfft2] = [((_M,), {})]
-SAMPLES[np.fft.irfft2] = [((_Z,), {"norm": "ortho"})]
+# BUG: dmesh.distribute(x, mesh, [Partial("avg")]) gives every rank x as its term and
+# the reduction is sum / n: on 3 ranks (x + x + x) / 3 is x only to one ulp (5 of 20
+# elements of uniform(0.25, 0.75) are off), so np.array_equal(p, x) is False (NumPy:
+# True) and np.linalg.eig of a 1-ulp-off matrix flips eigenvectors' signs. Left out on
+# mesh dims whose size is no power of two until fixed:
+INEXACT_AVERAGE = {np.array_equal, np.linalg.eig}
+# BUG: dmesh.distribute(x, mesh, [Partial("sum")]) gives the ranks other than the first
+# +0.0 terms, and -0.0 + +0.0 is +0.0: the DArray holds +0.0 where x holds -0.0 (-0.0 is
+# the identity of a float sum). At 2-4 ranks np.reciprocal of it gives +inf (NumPy: -inf),
+# np.signbit False, np.arctan2(it, -1) +pi (NumPy: -pi). Left out until fixed:
+ZERO_SIGN_OF_PARTIAL_SUM = {np.reciprocal, np.signbit, np.arctan2}
+# BUG: float sums and products are reduced with MPI's SUM and PROD, max and min with
+# np.maximum and np.minimum in a user-defined op, and each rank applies them to the terms
+# in its own order; where NaNs of both signs (np.nan, and inf - inf, which is -nan on x86)
+# or zeros of both signs meet, ranks end with different bits: np.sum of [nan, 1, inf,
+# -inf] sharded S(0) on 2 ranks is +nan (7ff8...) on rank 0 and -nan (fff8...) on rank 1;
+# np.max of [-0., -1, 0., -2] is -0.0 on rank 0 and 0.0 on rank 1. Until fixed, these ops'
+# bits are compared with NaNs and zeros made canonical (their values still against NumPy).
+ORDER_OF_TERMS = {
+    np.sum, np.mean, np.var, np.prod, np.vdot, (np.add, "reduce"),
+    np.max, np.min, np.nanmax, np.nanmin, (np.maximum, "reduce"), (np.minimum, "reduce"),
+}  # fmt: skip
 
 
-def _agrees(got: Any, expected: Any) -> bool:
-    """One item of a tuple result against NumPy's: floats to 1e-12, others exactly (collective)."""
-    if not isinstance(got, dmesh.DArray):  # e.g. lstsq's rank: the same value and type
-        return type(got) is type(expected) and bool(got == expected)
-    full = np.asarray(got.full_array())
-    if full.shape != np.shape(expected) or full.dtype != np.asarray(expected).dtype:
+def _same(got: np.ndarray, expected: np.ndarray) -> bool:
+    """Shape, dtype and values: floats to 1e-12, NaN equal to NaN (any sign), infinities
+    equal only with their sign; other dtypes exactly."""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
         return False
-    if full.dtype.kind in "fc":
-        return bool(np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True))
-    return bool(np.array_equal(full, expected))
+    if got.dtype.kind in "fc":
+        return bool(np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True))
+    return bool(np.array_equal(got, expected))
+
+
+def _scalars(value: Any) -> dict[str, Any]:
+    """The Python scalars of a one-element array or DArray (collective for a DArray)."""
+    kind = np.dtype(value.dtype).kind
+    out = {"item": value.item(), "bool": bool(value)}
+    if kind == "c":
+        out["complex"] = complex(value)
+    else:
+        out["float"] = float(value)
+    if kind in "biu":
+        out["int"] = int(value)
+    return out
+
+
+def canonical(value: np.ndarray) -> np.ndarray:
+    """``value`` with every NaN made np.nan and every zero +0.0 (floats; others as they are)."""
+    if value.dtype.kind not in "fc":
+        return value
+    return np.where(np.isnan(value), np.nan, value + 0.0).astype(value.dtype)  # -0.0 + 0.0 is +0.0
+
+
+def check_result(
+    verdict: BitVerdict, label: str, got: Any, expected: Any, loose_bits: bool = False
+) -> None:
+    """Record whether ``got`` (dmesh's) is NumPy's ``expected``, and its bits on this rank.
+
+    A DArray is gathered; one with one element also gives its Python scalars
+    (``item``, ``float``/``complex``, ``bool``, and ``int`` for integers), each
+    checked against NumPy's and recorded, so that every rank must hold the same
+    bits of each (``loose_bits``: the bits of their :func:`canonical` form).
+    Collective when ``got`` holds DArrays.
+    """
+
+    def bits(name: str, value: np.ndarray) -> None:
+        verdict.bits(name, canonical(value) if loose_bits else value)
+
+    if isinstance(got, (tuple, list)):  # qr, unique, split...: item by item
+        verdict.check(len(got) == len(expected), f"{label}: {len(got)} results")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            check_result(verdict, f"{label}[{i}]", g, e, loose_bits)
+        return
+    if not isinstance(got, dmesh.DArray):  # a Python value (np.shape, np.allclose, lstsq's rank)
+        verdict.check(type(got) is type(expected) and got == expected, f"{label}: {got!r}")
+        bits(label, np.asarray(got))
+        return
+    full = np.asarray(got.full_array())
+    want = np.asarray(expected)
+    bits(label, full)
+    verdict.check(_same(full, want), f"{label}: {full!r} != NumPy's {want!r}")
+    if got.size != 1 or want.size != 1:
+        return
+    mine, numpy = _scalars(got), _scalars(want.reshape(()))
+    for name, value in mine.items():
+        bits(f"{label}.{name}()", np.array(value))
+        same = type(value) is type(numpy[name]) and _same(np.array(value), np.array(numpy[name]))
+        verdict.check(same, f"{label}.{name}(): {value!r} != NumPy's {numpy[name]!r}")
+
+
+def placements(
+    mesh: dmesh.DeviceMesh,
+    x: np.ndarray,
+    shards: str,
+    kinds: tuple[str, ...],
+) -> list[list[Placement]]:
+    """Placements for the first operand ``x``: Shard/Replicate combinations, then
+    Partial of each of ``kinds`` that dmesh allows for ``x``, on the first mesh dim.
+
+    ``shards``: ``"every"`` combination of Replicate and Shard(axis) on each mesh
+    dim; ``"each"``: Shard(axis) of each axis alone on the last mesh dim (on a 2-D
+    mesh its blocks meet over the second mesh dim; the 1-D mesh of the same run has
+    the first) and, on a 2-D mesh, Shard(0) and Shard(last axis) together;
+    ``"one"``: Shard(0) on the first mesh dim. dmesh refuses Partial("avg") of
+    integers and bools (their average is no integer) and Partial min/max of complex
+    numbers (they are not ordered).
+    """
+    rest = [Replicate()] * (mesh.ndim - 1)
+    if not x.ndim:
+        return [[Replicate(), *rest]]
+    if shards == "every":
+        choices: list[Placement] = [Replicate(), *(Shard(d) for d in range(x.ndim))]
+        combos = [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
+    elif shards == "each":
+        combos = [[*rest, Shard(d)] for d in range(x.ndim)]
+        combos += [[Shard(0), Shard(x.ndim - 1)]] if mesh.ndim == 2 else []
+    else:
+        combos = [[Shard(0), *rest]]
+    for op in kinds:
+        if (op == "avg" and x.dtype.kind in "biu") or (
+            op in ("min", "max") and x.dtype.kind == "c"
+        ):
+            continue
+        combos.append([Partial(op), *rest])
+    return combos
+
+
+def first_array(args: tuple[Any, ...]) -> np.ndarray:
+    """The first array operand of a sample's arguments."""
+    if isinstance(args[0], list):  # np.concatenate, np.stack: a list of operands
+        return np.asarray(args[0][0])
+    return next(x for x in args if isinstance(x, np.ndarray))
+
+
+def run_sample(
+    verdict: BitVerdict,
+    label: str,
+    key: Any,
+    sample: Sample,
+    first: Callable[[np.ndarray], dmesh.DArray],
+    mesh: dmesh.DeviceMesh,
+    loose_bits: bool = False,
+) -> None:
+    """Call ``key`` on the sample's arrays as DArrays and check the result (collective).
+
+    ``first`` makes the first array operand (each array of a list of them, as
+    np.concatenate takes first) a DArray; the other arrays are replicated. The
+    np.linalg functions that need their matrix whole must refuse a sharded one.
+    """
+    args, kwargs = sample
+    func = call(key)
+    with np.errstate(all="ignore"):
+        expected = func(*args, **kwargs)
+    replicated = [Replicate()] * mesh.ndim
+    dist: list[Any] = []
+    firsts: list[dmesh.DArray] = []  # the operands ``first`` made
+    for i, x in enumerate(args):
+        if i == 0 and isinstance(x, list):
+            x = [first(a) for a in x]
+            firsts += x
+        elif isinstance(x, np.ndarray) and not firsts:
+            x = first(x)
+            firsts.append(x)
+        elif isinstance(x, np.ndarray):
+            x = dmesh.distribute(x, mesh, replicated)
+        dist.append(x)
+    sharded = any(p.is_shard() for a in firsts for p in a.placements)
+    if key in REPLICATED_MATRIX and sharded:
+        try:
+            func(*dist, **kwargs)
+        except UnsupportedError:  # every rank refuses it, having agreed to
+            return
+        verdict.check(False, f"{label}: a sharded matrix was not refused")
+        return
+    with np.errstate(all="ignore"):
+        got = func(*dist, **kwargs)
+    check_result(verdict, label, got, expected, loose_bits)
+
+
+def _filler(dtype: np.dtype) -> Any:
+    """A value that changes any answer it leaks into."""
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return True if dtype.kind == "b" else np.nan
+
+
+def sliced(mesh: dmesh.DeviceMesh, x: np.ndarray, *, head: bool) -> dmesh.DArray:
+    """``x`` as a slice along axis 0 of an array twice as long, sharded on axis 0 (and on
+    its last axis on a second mesh dim): the cut-off half fills the first (``head``) or
+    the last rank's block, which the slice leaves empty, and the other blocks are uneven."""
+    if x.ndim == 0:
+        return dmesh.distribute(x, mesh, [Replicate()] * mesh.ndim)
+    filler = np.full(x.shape, _filler(x.dtype), x.dtype)
+    whole = np.concatenate([filler, x] if head else [x, filler])
+    rest = [Shard(x.ndim - 1) if x.ndim > 1 else Replicate()] * (mesh.ndim - 1)
+    a = dmesh.distribute(whole, mesh, [Shard(0), *rest])
+    n = len(x)
+    return a[n:] if head else a[:n]
+
+
+def partials(mesh: dmesh.DeviceMesh, turn: int) -> tuple[str, ...]:
+    """Partial("sum") and one other kind, in turn: over the meshes of 2, 3 and 4 ranks
+    and (2, 2), which one run of the suite covers, a sample meets every kind."""
+    place = mesh.shape[0] - 1 if mesh.ndim == 1 else 4
+    return ("sum", ("max", "min", "prod", "avg")[(turn + place) % 4])
 
 
 @pytest.mark.pure  # reads the registry, no communication
@@ -187,68 +258,34 @@ def test_every_registered_op_has_samples() -> None:
     assert not missing, f"registered without samples: {missing}"
 
 
-def _placements(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:
-    choices: list[Any] = [Replicate(), *(Shard(d) for d in range(ndim))]
-    combos = [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
-    if ndim:
-        combos.append([Partial("sum")] + [Replicate()] * (mesh.ndim - 1))
-    return combos
-
-
-def _key_name(key: Any) -> str:
-    if isinstance(key, tuple):
-        return f"{key[0].__name__}.{key[1]}"
-    return str(getattr(key, "__name__", key))
-
-
-def _call(key: Any) -> Callable[..., Any]:
-    return getattr(key[0], key[1]) if isinstance(key, tuple) else key
-
-
-@pytest.mark.parametrize("key", list(SAMPLES), ids=_key_name)
+@pytest.mark.parametrize("key", list(SAMPLES), ids=key_name)
 def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -> None:
-    func = _call(key)
-    linear = key in (np.add, np.subtract, np.multiply, np.sum, np.matmul, np.dot, np.einsum,
-                     np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to)  # fmt: skip
-    with Verdict(comm) as verdict:  # one agreement per test, not one per placement
-        for args, kwargs in SAMPLES[key]:
-            expected = func(*args, **kwargs)
-            if isinstance(args[0], list):  # concatenate/stack: the arrays come in a list
-                expected = func(*args, **kwargs)
-                for first in _placements(mesh, args[0][0].ndim):
-                    joined = [dmesh.distribute(x, mesh, first) for x in args[0]]
-                    got = func(joined, *args[1:], **kwargs)
-                    same = np.array_equal(np.asarray(got.full_array()), expected)
-                    verdict.check(same, f"{_key_name(key)}{first}")
-                continue
-            arrays = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
-            for first in _placements(mesh, args[arrays[0]].ndim):
-                if (first[0] == Partial("sum") and not linear) or (
-                    first[0] == Partial("sum") and args[arrays[0]].dtype == bool
-                ):
-                    continue
-                dist = list(args)
-                for i in arrays:  # the first operand as chosen, the others replicated
-                    p = first if i == arrays[0] else [Replicate()] * mesh.ndim
-                    dist[i] = dmesh.distribute(args[i], mesh, p)
-                if key in REPLICATED_MATRIX and any(isinstance(p, Shard) for p in first):
-                    # np.linalg functions that need their matrix whole: every rank refuses it
-                    assert_raises_all(comm, UnsupportedError, func, *dist, **kwargs)
-                    continue
-                got = func(*dist, **kwargs)
-                if isinstance(got, (tuple, list)) and got and isinstance(got[0], dmesh.DArray):
-                    same = all(_agrees(g, e) for g, e in zip(got, expected, strict=True))
-                    verdict.check(same, f"{_key_name(key)}{first}")
-                    continue
-                if not isinstance(got, dmesh.DArray):  # a Python value every rank must agree on
-                    verdict.check(type(got) is type(expected) and got == expected, repr(got))
-                    continue
-                full = np.asarray(got.full_array())
-                ok = full.shape == np.shape(expected) and full.dtype == np.asarray(expected).dtype
-                kind = full.dtype.kind
-                ok = ok and (
-                    np.allclose(full, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
-                    if kind in "fc"
-                    else np.array_equal(full, expected)
-                )
-                verdict.check(ok, f"{_key_name(key)}{first}: {full!r} != {expected!r}")
+    turn, size = list(SAMPLES).index(key), mesh.shape[0]
+    with BitVerdict(comm) as verdict:  # one agreement per test, not one per placement
+        for i, sample in enumerate(SAMPLES[key]):
+            kinds = partials(mesh, turn + i)
+            for first in placements(mesh, first_array(sample[0]), "every", kinds):
+                if first[0] == Partial("avg") and key in INEXACT_AVERAGE and size & (size - 1):
+                    continue  # BUG: see above
+                label = f"{key_name(key)} sample {i} {first}"
+                place = functools.partial(dmesh.distribute, mesh=mesh, placements=first)
+                run_sample(verdict, label, key, sample, place, mesh)
+            head = (turn + i) % 2 == 0  # the first rank's block empty, or the last one's
+            label = f"{key_name(key)} sample {i} sliced, {'first' if head else 'last'} empty"
+            place = functools.partial(sliced, mesh, head=head)
+            run_sample(verdict, label, key, sample, place, mesh)
+
+
+@pytest.mark.parametrize("key", list(HOSTILE), ids=key_name)
+def test_hostile_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -> None:
+    shards = "one" if key in ELEMENTWISE else "each"  # where values of blocks meet: each
+    turn = list(SAMPLES).index(key) + 2  # another kind than the in-domain sample's
+    with BitVerdict(comm) as verdict:
+        for i, sample in enumerate(HOSTILE[key]):
+            kinds = partials(mesh, turn + i)
+            for first in placements(mesh, first_array(sample[0]), shards, kinds):
+                if first[0] == Partial("sum") and key in ZERO_SIGN_OF_PARTIAL_SUM:
+                    continue  # BUG: see above
+                label = f"{key_name(key)} hostile sample {i} {first}"
+                place = functools.partial(dmesh.distribute, mesh=mesh, placements=first)
+                run_sample(verdict, label, key, sample, place, mesh, key in ORDER_OF_TERMS)
