@@ -14,8 +14,16 @@ MPI's ``MAX`` and ``MIN`` leave NaN undefined (MPICH's compare and drop it, so
 the answer depends on which rank holds the NaN, and ranks can disagree).
 Float ``"max"``/``"min"`` therefore use user-defined commutative ops that
 apply ``np.maximum``/``np.minimum``, which propagate NaN as NumPy's
-reductions do. They run on host memory: a device buffer is staged through
-the host for them (:attr:`ReducePlan.host_op`), whatever the MPI library.
+reductions do, and break the tie of ``-0.0`` and ``+0.0`` the same way
+whichever operand comes first (max gives ``+0.0``, min ``-0.0``). They run
+on host memory: a device buffer is staged through the host for them
+(:attr:`ReducePlan.host_op`), whatever the MPI library.
+
+Every rank must get the same bits, and MPI combines the terms in a
+different order on each rank: a sum of two NaNs keeps the sign of one of
+them. So a float or complex result has its NaNs made the one quiet NaN
+``+nan`` (:func:`canonical_nan`; a check of the minimum first, so a result
+without NaN costs one pass).
 """
 
 from __future__ import annotations
@@ -72,16 +80,28 @@ class ReducePlan:
     truth: bool = False
     plain: bool = False  # the received buffer is the result as is (no post-processing)
     host_op: bool = False  # a user-defined op: MPI applies it to host buffers only
+    canonical: bool = False  # a float or complex result: NaNs made +nan on every rank
 
     def finish(self, received: Any, nranks: int) -> Any:
         """Turn the reduced buffer (ours to modify) into the result."""
         if self.plain:
-            return received
+            return canonical_nan(received) if self.canonical else received
         if self.average:
             received /= nranks
         elif self.truth:
             received = received != 0
-        return received if received.dtype == self.result else received.astype(self.result)
+        result = received if received.dtype == self.result else received.astype(self.result)
+        return canonical_nan(result) if self.canonical else result
+
+
+def canonical_nan(x: Any) -> Any:
+    """``x`` (a contiguous float or complex array, modified in place) with every NaN ``+nan``."""
+    flat = x.reshape(-1)
+    if x.dtype.kind == "c":
+        flat = flat.view(x.real.dtype)
+    if flat.size and flat.min() != flat.min():  # (min propagates NaN: one pass when none)
+        flat[flat != flat] = np.nan
+    return x
 
 
 def check_op(op: Any) -> str:
@@ -144,17 +164,20 @@ def _plan(op: str, dtype: np.dtype) -> ReducePlan:
         else:
             wire = dtype
         result = np.dtype(np.float64) if kind in "biu" else dtype
-        return ReducePlan(op, MPI.SUM, wire, mpi_datatype(wire), result, average=True)
+        return ReducePlan(
+            op, MPI.SUM, wire, mpi_datatype(wire), result, average=True, canonical=kind in "fc"
+        )
     if kind == "f" and op in _ORDERED:
         return ReducePlan(
             op, _nan_propagating(op, dtype), dtype, mpi_datatype(dtype), dtype,
-            average=False, plain=True, host_op=True,
+            average=False, plain=True, host_op=True, canonical=True,
         )  # fmt: skip
     mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
     truth = kind in "iu" and op in ("land", "lor", "lxor")
     return ReducePlan(
-        op, mpi_op, dtype, mpi_datatype(dtype), dtype, average=False, truth=truth, plain=not truth
-    )
+        op, mpi_op, dtype, mpi_datatype(dtype), dtype, average=False, truth=truth,
+        plain=not truth, canonical=kind in "fc",
+    )  # fmt: skip
 
 
 @lru_cache(maxsize=16)
@@ -165,9 +188,17 @@ def _nan_propagating(op: str, dtype: np.dtype) -> MPI.Op:
     MPI's predefined ops.
     """
     ufunc = np.maximum if op == "max" else np.minimum
+    # Zeros: the sum of two zeros is +0.0 unless both are -0.0, so ``a + b`` is the
+    # max of two zeros, and ``-(-a + -b)`` their min, whichever comes first.
+    sign = 1.0 if op == "max" else -1.0
 
     def combine(inbuf: Any, inoutbuf: Any, datatype: MPI.Datatype) -> None:
         incoming = np.frombuffer(inbuf, dtype)
-        ufunc(incoming, np.frombuffer(inoutbuf, dtype), out=np.frombuffer(inoutbuf, dtype))
+        inout = np.frombuffer(inoutbuf, dtype)
+        zeros = (incoming == 0) & (inout == 0)
+        ties = sign * (sign * incoming[zeros] + sign * inout[zeros]) if zeros.any() else None
+        ufunc(incoming, inout, out=inout)
+        if ties is not None:
+            inout[zeros] = ties
 
     return MPI.Op.Create(combine, commute=True)

@@ -22,7 +22,7 @@ from dmesh.collectives.device import transport_for
 from dmesh.collectives.dtypes import mpi_datatype
 from dmesh.collectives.errors import ArgumentError
 from dmesh.collectives.group import Group, resolve_group
-from dmesh.collectives.reduce_ops import known_plan, reduce_plan
+from dmesh.collectives.reduce_ops import canonical_nan, known_plan, reduce_plan
 
 __all__ = ["all_reduce", "reduce_scatter"]
 
@@ -51,7 +51,7 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
             out = np.empty_like(x)
             count, datatype = x.size, known.datatype
             group.Allreduce([x, count, datatype], [out, count, datatype], known.mpi_op)
-            return out
+            return canonical_nan(out) if known.canonical else out
     x = as_array(x)
     plan = reduce_plan(op, x.dtype)
     check_flag(async_op, "async_op")
@@ -111,7 +111,7 @@ def reduce_scatter(
         if known is not None and known.plain and x.shape[0] % nranks == 0:
             out = np.empty((x.shape[0] // nranks, *x.shape[1:]), x.dtype)
             group.Reduce_scatter_block([x, known.datatype], [out, known.datatype], known.mpi_op)
-            return out
+            return canonical_nan(out) if known.canonical else out
     x = as_array(x)
     if x.ndim == 0:
         raise ArgumentError("reduce_scatter: x is 0-d; it needs an axis to split")

@@ -81,13 +81,20 @@ def partial_term(value: Any, op: str, first: bool) -> Any:
     """This rank's term of ``Partial(op)`` for a replicated ``value`` (the R -> P rule).
 
     The terms must reduce to ``value``: for a sum the first rank along the mesh
-    dim keeps it and the others hold zeros, for a product ones; ``min``,
-    ``max`` and ``avg`` of equal terms are the value itself, so all keep it.
+    dim keeps it and the others hold zeros (``-0.0`` for floats, the additive
+    identity that keeps a ``-0.0`` value: ``-0.0 + 0.0`` would be ``+0.0``),
+    for a product ones; ``min`` and ``max`` of equal terms are the value
+    itself, so all keep it, and so does ``avg``, whose average of equal terms
+    is the value up to the rounding of a sum divided by the group size.
     """
     if first or op not in ("sum", "prod"):
         return value
     xp = array_module(value)
-    return xp.zeros_like(value) if op == "sum" else xp.ones_like(value)
+    if op == "prod":
+        return xp.ones_like(value)
+    if value.dtype.kind in "fc":
+        return xp.full_like(value, complex(-0.0, -0.0) if value.dtype.kind == "c" else -0.0)
+    return xp.zeros_like(value)
 
 
 def mesh_ranks(mesh: Any, comm: MPI.Intracomm) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ import pytest
 from mpi4py import MPI
 
 import dmesh.collectives as C
-from helpers import assert_equal_all
+from helpers import assert_all, assert_equal_all
 from references import DTYPES, rank_array, reduce_reference, tolerance, valid_pair
 
 SHAPES = [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]
@@ -97,3 +97,30 @@ def test_max_min_propagate_nan_from_any_rank(comm: MPI.Intracomm, op: str, dtype
         ]
         for got, want in zip(results, wants, strict=True):
             assert_equal_all(comm, got, want)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "avg"])
+def test_every_rank_gets_the_same_bits(comm: MPI.Intracomm, op: str) -> None:
+    """NaNs of either sign and zeros of either sign on different ranks: one answer, bit for bit.
+
+    MPI combines terms in a different order on each rank; a sum of two NaNs
+    keeps one of their signs, and max(-0.0, +0.0) returns its first operand.
+    """
+    rank = comm.Get_rank()
+    for dtype in (np.float64, np.float32, np.complex128):
+        if op in ("max", "min") and dtype is np.complex128:
+            continue
+        signed = [np.nan, -np.nan, 0.0, -0.0][rank % 4 :] + [np.nan, -np.nan, 0.0, -0.0][: rank % 4]
+        mine = np.array(signed + [-0.0 if rank % 2 else 0.0, 1.0], dtype)
+        results = [C.all_reduce(mine, op, comm), C.all_reduce(mine[:1].copy(), op, comm)]
+        for got in results:
+            nan = np.isnan(got.view(got.real.dtype))
+            canonical = (
+                got.view(got.real.dtype)[nan].tobytes()
+                == np.full(nan.sum(), np.nan, got.real.dtype).tobytes()
+            )
+            assert_all(
+                comm,
+                len(set(comm.allgather(got.tobytes()))) == 1 and canonical,
+                f"{op} {dtype}: {got}",
+            )

@@ -131,3 +131,22 @@ def test_exp_keeps_a_partial_max_without_communicating(
     assert_all(comm, not partial or m.placements[0] == Partial("max"), f"{m.placements}")
     check(comm, m, np.exp(np.max(x[3:])))
     check(comm, np.exp(np.max(a)), np.exp(np.max(x)))  # NaN wins
+
+
+def test_partial_sum_keeps_a_negative_zero(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """R -> P(sum) filled the other ranks with +0.0: -0.0 + 0.0 is +0.0 (1/x: +inf, not -inf)."""
+    x = np.array([-0.0, 0.0, -1.5])
+    for dtype in (np.float64, np.complex128):
+        p = dmesh.distribute(
+            x.astype(dtype), mesh, [Partial("sum")] + [Replicate()] * (mesh.ndim - 1)
+        )
+        full = p.full_array()
+        parts = full.view(full.real.dtype)
+        assert_all(
+            comm,
+            np.signbit(parts).tolist()
+            == np.signbit(x.astype(dtype).view(full.real.dtype)).tolist(),
+            f"{full}",
+        )
+        with np.errstate(divide="ignore"):
+            check(comm, np.reciprocal(p), np.reciprocal(x.astype(dtype)))
