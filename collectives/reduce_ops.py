@@ -96,6 +96,10 @@ class ReducePlan:
 
 def canonical_nan(x: Any) -> Any:
     """``x`` (a contiguous float or complex array, modified in place) with every NaN ``+nan``."""
+    if x.size == 1:  # the common scalar result: one comparison
+        value = x.item()
+        if value == value:
+            return x
     flat = x.reshape(-1)
     if x.dtype.kind == "c":
         flat = flat.view(x.real.dtype)

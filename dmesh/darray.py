@@ -286,7 +286,8 @@ class DArray(NDArrayOperatorsMixin):
             # (a one-element block is contiguous whatever its strides).
             out = np.empty(local.shape, local.dtype)
             comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
-            return (canonical_nan(out) if plan.canonical else out).item()
+            value = out.item()
+            return value if value == value else canonical_nan(out).item()
         value = coll.all_reduce(local, plan.op, comm)
         return value.astype(self.dtype, copy=False).item()
 
