@@ -54,7 +54,10 @@ def test_exception_on_one_rank_aborts_the_job(
 
     Liveness without a clock: a job the hook did not end would wait in the
     barrier until ``launch_job`` kills it (``TimeoutExpired``); a job it ended
-    reports ``MPI_Abort`` on rank 1 (MPICH's line), whatever the load.
+    exits non-zero with the hook's line from rank 1, whatever the load.
+    MPICH's own ``MPI_Abort`` line is not required: the process manager may
+    end the job before forwarding it (about one run in ten on a loaded
+    machine), and ending the job at all already proves the abort.
     """
     ok, message = True, ""
     if comm.Get_rank() == 0:
@@ -68,7 +71,6 @@ def test_exception_on_one_rank_aborts_the_job(
                 child.returncode != 0
                 and "[rank 1] dmesh: uncaught RuntimeError on rank 1 of 3" in child.stderr
                 and "RuntimeError: deliberate failure on one rank" in child.stderr
-                and "MPI_Abort(MPI_COMM_WORLD, 1)" in child.stderr
             )
             message = f"exit {child.returncode}\nstdout: {child.stdout}\nstderr: {child.stderr}"
     assert_all(comm, ok, message)
