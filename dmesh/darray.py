@@ -388,6 +388,22 @@ class DArray(NDArrayOperatorsMixin):
         """``a.transpose()``: the axes reversed (placements follow their dims)."""
         return np.transpose(self)
 
+    @property
+    def real(self) -> Any:
+        """``np.real(a)``: the real part (each block's; no data moves)."""
+        return np.real(self)
+
+    @property
+    def imag(self) -> Any:
+        """``np.imag(a)``: the imaginary part (each block's; no data moves)."""
+        return np.imag(self)
+
+    def conj(self) -> Any:
+        """``np.conjugate(a)``: the complex conjugate (each block's; no data moves)."""
+        return np.conjugate(self)
+
+    conjugate = conj
+
     def tolist(self) -> Any:
         """The full array as nested Python lists (collective)."""
         return self.full_array().tolist()

@@ -153,6 +153,10 @@ def elementwise_function_case(draw: Any, func: Any) -> Case:
     if func is np.isclose:
         b = draw(array(dtype, shape))
         return (a, b), {"equal_nan": draw(st.booleans())}, None
+    if func in (np.real, np.imag, np.iscomplex, np.isreal):
+        return (a,), {}, None
+    if func is np.angle:
+        return (a,), {"deg": draw(st.booleans())}, None
     return (a,), {"nan": -1.5, "posinf": draw(st.sampled_from([None, 9.0]))}, None
 
 

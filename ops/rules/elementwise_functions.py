@@ -1,5 +1,6 @@
 """NumPy functions that work element by element: ``where``, ``clip``, ``isclose``,
-``nan_to_num`` (the elementwise rule, without partial rows), and the whole-array
+``nan_to_num``, ``real``, ``imag``, ``angle``, ``iscomplex``, ``isreal`` (the
+elementwise rule, without partial rows: a partial operand is reduced first), and the whole-array
 verdicts built on them, ``allclose`` and ``array_equal``, which return a
 Python bool that every rank agrees on (collective).
 """
@@ -22,6 +23,11 @@ OPERANDS: dict[Callable[..., Any], tuple[str, ...]] = {
     np.clip: ("a", "a_min", "a_max"),
     np.isclose: ("a", "b"),
     np.nan_to_num: ("x",),
+    np.real: ("val",),
+    np.imag: ("val",),
+    np.angle: ("z",),
+    np.iscomplex: ("x",),
+    np.isreal: ("x",),
 }
 
 
