@@ -404,6 +404,10 @@ class DArray(NDArrayOperatorsMixin):
 
     conjugate = conj
 
+    def round(self, decimals: int = 0) -> Any:
+        """``np.round(a, decimals)``: rounded element by element (no data moves)."""
+        return np.round(self, decimals)
+
     def tolist(self) -> Any:
         """The full array as nested Python lists (collective)."""
         return self.full_array().tolist()

@@ -153,8 +153,11 @@ def elementwise_function_case(draw: Any, func: Any) -> Case:
     if func is np.isclose:
         b = draw(array(dtype, shape))
         return (a, b), {"equal_nan": draw(st.booleans())}, None
-    if func in (np.real, np.imag, np.iscomplex, np.isreal):
+    if func in (np.real, np.imag, np.iscomplex, np.isreal, np.fix, np.isposinf, np.isneginf,
+                np.sinc, np.i0):  # fmt: skip
         return (a,), {}, None
+    if func in (np.round, np.around):
+        return (a,), {"decimals": draw(st.sampled_from([0, 1, 3, -1]))}, None
     if func is np.angle:
         return (a,), {"deg": draw(st.booleans())}, None
     return (a,), {"nan": -1.5, "posinf": draw(st.sampled_from([None, 9.0]))}, None

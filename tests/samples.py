@@ -167,6 +167,15 @@ _Z = _M + 1j * _C  # np.fft: 2-D and 3-D inputs (a sharded 1-D array has no axis
 for _f in (np.real, np.imag, np.iscomplex, np.isreal):  # complex parts: complex and real data
     SAMPLES[_f] = [((_Z,), {}), ((_M,), {}), ((_Z * (_M > 0.5),), {})]
 SAMPLES[np.angle] = [((_Z,), {}), ((-_M,), {"deg": True}), ((_Z * (_M > 0.5),), {})]
+for _f in (np.round, np.around):  # rounding: halves, decimals, negative decimals
+    SAMPLES[_f] = [
+        ((_M * 10 - 5,), {}),
+        ((_M * 100,), {"decimals": 1}),
+        ((_Z * 1e3,), {"decimals": -2}),
+    ]
+SAMPLES[np.fix] = [((_M * 10 - 5,), {})]
+for _f in (np.isposinf, np.isneginf, np.sinc, np.i0):
+    SAMPLES[_f] = [((_M * 4 - 2,), {})]
 SAMPLES[np.fft.fft] = [((_Z,), {}), ((_M,), {"axis": 0, "n": 7})]
 SAMPLES[np.fft.ifft] = [((_Z,), {"axis": 0, "norm": "ortho"})]
 SAMPLES[np.fft.rfft] = [((_M,), {"axis": 0}), ((_M3,), {"n": 5})]

@@ -1,5 +1,7 @@
 """NumPy functions that work element by element: ``where``, ``clip``, ``isclose``,
-``nan_to_num``, ``real``, ``imag``, ``angle``, ``iscomplex``, ``isreal`` (the
+``nan_to_num``, ``real``, ``imag``, ``angle``, ``iscomplex``, ``isreal``,
+``round``/``around`` (``decimals=``), ``fix``, ``isposinf``, ``isneginf``,
+``sinc``, ``i0`` (the
 elementwise rule, without partial rows: a partial operand is reduced first), and the whole-array
 verdicts built on them, ``allclose`` and ``array_equal``, which return a
 Python bool that every rank agrees on (collective).
@@ -28,6 +30,13 @@ OPERANDS: dict[Callable[..., Any], tuple[str, ...]] = {
     np.angle: ("z",),
     np.iscomplex: ("x",),
     np.isreal: ("x",),
+    np.round: ("a",),
+    np.around: ("a",),
+    np.fix: ("x",),
+    np.isposinf: ("x",),
+    np.isneginf: ("x",),
+    np.sinc: ("x",),
+    np.i0: ("x",),
 }
 
 
