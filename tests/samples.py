@@ -174,6 +174,10 @@ for _f in (np.round, np.around):  # rounding: halves, decimals, negative decimal
         ((_Z * 1e3,), {"decimals": -2}),
     ]
 SAMPLES[np.fix] = [((_M * 10 - 5,), {})]
+for _f in (np.zeros_like, np.ones_like):  # the argument's layout, its dtype or another
+    SAMPLES[_f] = [((_M,), {}), ((_M,), {"dtype": np.int64}), ((_M,), {"shape": (3, 2)})]
+SAMPLES[np.full_like] = [((_M, 2.5), {}), ((_M, -1), {"dtype": np.int8})]
+SAMPLES[np.copy] = [((_M,), {}), ((_Z,), {})]
 for _f in (np.isposinf, np.isneginf, np.sinc, np.i0):
     SAMPLES[_f] = [((_M * 4 - 2,), {})]
 SAMPLES[np.fft.fft] = [((_Z,), {}), ((_M,), {"axis": 0, "n": 7})]

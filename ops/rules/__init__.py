@@ -2,6 +2,7 @@
 
 from dmesh.ops.rules import (
     contractions,
+    creation_like,
     elementwise,
     elementwise_functions,
     joining,
@@ -14,6 +15,7 @@ from dmesh.ops.rules import (
 
 __all__ = [
     "contractions",
+    "creation_like",
     "elementwise",
     "elementwise_functions",
     "joining",

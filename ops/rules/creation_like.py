@@ -1,0 +1,80 @@
+"""``np.zeros_like``, ``np.ones_like``, ``np.full_like`` and ``np.copy``
+on DArrays: the result has the argument's mesh, placements and block boundaries, and
+is made on each rank from its own block (no communication).
+
+A partial argument's result is replicated along the partial mesh dims: the fill is
+a value every rank holds (kept partial, ``ones_like`` of a partial sum would add up
+to ``k``). NumPy's ``shape=``
+makes a new shape (replicated unless the argument's placements fit it);
+``order=``, ``subok=`` and ``device=`` keep NumPy's defaults only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dmesh.collectives.device import array_module
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Replicate
+from dmesh.core.spec import DArraySpec
+from dmesh.creation import full as dmesh_full
+from dmesh.darray import DArray
+from dmesh.ops.registry import decompose
+
+
+def _check(name: str, order: Any, subok: Any, device: Any) -> None:
+    if order not in ("K", "A", "C") or subok is not True or device not in (None, "cpu"):
+        raise UnsupportedError(
+            f"np.{name} on DArrays takes order='K'/'A'/'C', subok=True and device=None; "
+            f"got order={order!r}, subok={subok!r}, device={device!r}"
+        )
+
+
+def _filled(a: DArray, fill: Any, dtype: Any, shape: Any) -> DArray:
+    """``a``'s layout filled with ``fill`` in ``dtype``."""
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+        new_shape = tuple(int(n) for n in np.atleast_1d(shape))
+        return dmesh_full(new_shape, fill, mesh=a.mesh, dtype=dtype)
+    layout = a.spec.layout
+    if any(p.is_partial() for p in layout.placements):  # the fill is a value every rank holds
+        placements = tuple(Replicate() if p.is_partial() else p for p in layout.placements)
+        layout = Layout(layout.mesh_shape, placements, layout.shape, layout.bounds)
+    block = a.local
+    local = array_module(block).full_like(block, fill, dtype=dtype)
+    return DArray(local, DArraySpec(a.mesh, layout, np.dtype(dtype)))
+
+
+@decompose(np.zeros_like)
+def zeros_like(a: Any, dtype: Any = None, order: Any = "K", subok: Any = True, shape: Any = None,
+               *, device: Any = None) -> DArray:  # fmt: skip
+    """``np.zeros_like`` of a DArray: its layout, zeros (no communication)."""
+    _check("zeros_like", order, subok, device)
+    return _filled(a, 0, dtype, shape)
+
+
+@decompose(np.ones_like)
+def ones_like(a: Any, dtype: Any = None, order: Any = "K", subok: Any = True, shape: Any = None,
+              *, device: Any = None) -> DArray:  # fmt: skip
+    """``np.ones_like`` of a DArray: its layout, ones (no communication)."""
+    _check("ones_like", order, subok, device)
+    return _filled(a, 1, dtype, shape)
+
+
+@decompose(np.full_like)
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subok: Any = True,
+              shape: Any = None, *, device: Any = None) -> DArray:  # fmt: skip
+    """``np.full_like`` of a DArray: its layout, ``fill_value`` (no communication)."""
+    _check("full_like", order, subok, device)
+    return _filled(a, fill_value, dtype, shape)
+
+
+@decompose(np.copy)
+def copy(a: Any, order: Any = "K", subok: Any = False) -> DArray:
+    """``np.copy`` of a DArray: a copy of each block, the same spec (no communication)."""
+    if order not in ("K", "A", "C"):
+        raise UnsupportedError(f"np.copy on DArrays takes order='K'/'A'/'C'; got {order!r}")
+    return a.copy()  # type: ignore[no-any-return]
