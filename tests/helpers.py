@@ -154,6 +154,12 @@ def assert_equal_all(
     assert_all(comm, *_compare(actual, expected, rtol, atol))
 
 
+def same_on_every_rank(comm: MPI.Comm, value: Any) -> None:
+    """Every rank holds the same bits of ``value`` (not only close values)."""
+    mine = np.ascontiguousarray(value).tobytes()
+    assert_all(comm, len(set(comm.allgather(mine))) == 1, f"ranks differ: {value!r}")
+
+
 def assert_raises_all(
     comm: MPI.Comm,
     exc_type: type[BaseException],

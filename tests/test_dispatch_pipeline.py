@@ -19,7 +19,7 @@ import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentError
 from dmesh.ops import pipeline
-from helpers import assert_all, assert_equal_all, assert_raises_all
+from helpers import assert_all, assert_equal_all, assert_raises_all, same_on_every_rank
 
 WORLD = MPI.COMM_WORLD.Get_size()
 
@@ -27,12 +27,6 @@ WORLD = MPI.COMM_WORLD.Get_size()
 def rows(mesh: dmesh.DeviceMesh) -> list[Any]:
     """Row-sharded on the first mesh dim, replicated on any other (conftest's meshes)."""
     return [Shard(0)] + [Replicate()] * (mesh.ndim - 1)
-
-
-def same_on_every_rank(comm: MPI.Intracomm, value: Any) -> None:
-    """Every rank holds the same bits (not only close values)."""
-    mine = np.ascontiguousarray(value).tobytes()
-    assert_all(comm, len(set(comm.allgather(mine))) == 1, f"ranks differ: {value!r}")
 
 
 DATA = {

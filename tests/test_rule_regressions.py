@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from helpers import assert_all, assert_equal_all
+from helpers import assert_all, assert_equal_all, same_on_every_rank
 
 WORLD = MPI.COMM_WORLD.Get_size()
 
@@ -23,16 +23,11 @@ def rows(mesh: dmesh.DeviceMesh) -> list[Any]:
     return [Shard(0)] + [Replicate()] * (mesh.ndim - 1)
 
 
-def same_everywhere(comm: MPI.Intracomm, value: Any) -> None:
-    mine = np.ascontiguousarray(value).tobytes()
-    assert_all(comm, len(set(comm.allgather(mine))) == 1, f"ranks differ: {value!r}")
-
-
 def check(comm: MPI.Intracomm, got: Any, want: Any) -> None:
     """``got`` (a DArray or a Python value) is NumPy's ``want`` on every rank, bit for bit."""
     full = got.full_array() if isinstance(got, dmesh.DArray) else np.asarray(got)
     assert_equal_all(comm, full, np.asarray(want))
-    same_everywhere(comm, full)
+    same_on_every_rank(comm, full)
 
 
 @pytest.mark.parametrize("func", [np.sqrt, np.log, np.log2, np.log10, np.log1p])
