@@ -140,7 +140,7 @@ def rows(call: Call) -> list[Row]:
         else:
             new = d if keepdims else d - sum(1 for a in axes if a < d)
             result.append((Shard(new), Shard(d)))
-    if keeps_partial and call.dtypes and _keeps(func, op, call.dtypes[0], call.static[3]):
+    if keeps_partial and not truncates and call.dtypes and _keeps(func, op, call.dtypes[0], wanted):
         result.append((Partial(op), Partial(op)))
     return result
 
@@ -149,16 +149,9 @@ def _keeps(func: Any, op: str, dtype: Any, wanted: str | None) -> bool:
     """Whether a partial input of ``op`` stays partial through ``func`` on ``dtype`` data.
 
     Not when the reduction widens a sum's or product's integer terms (``np.sum``
-    of int8 adds in int64: terms that wrapped around in int8 would no longer),
-    and not for ``mean`` with an integer ``dtype=``, which truncates each
-    term's quotient.
+    of int8 adds in int64: terms that wrapped around in int8 would no longer).
     """
-    if dtype is None:
-        return False
-    result = _result_dtype(func, dtype, wanted)
-    if func is np.mean and result.kind in "biu":
-        return False
-    return partial_survives(op, dtype, result)
+    return dtype is not None and partial_survives(op, dtype, _result_dtype(func, dtype, wanted))
 
 
 def _result_dtype(func: Any, dtype: np.dtype, wanted: str | None) -> np.dtype:
