@@ -14,6 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import rule_cases_creation
+import rule_cases_selection
+import rule_cases_sets
+import rule_cases_shape
+import rule_cases_signals
+import rule_cases_statistics
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -244,6 +250,10 @@ def contraction_case(draw: Any, func: Any) -> Case:
     return (draw(array(dtype, first)), draw(array(dtype, second))), {}, None
 
 
+_AREAS = (rule_cases_creation, rule_cases_selection, rule_cases_sets, rule_cases_shape,
+          rule_cases_signals, rule_cases_statistics)  # fmt: skip
+
+
 def _by_name(name: str, key: Any) -> Callable[[], st.SearchStrategy[Case]] | None:
     family, _, _ = name.partition(".")
     func = key[0] if isinstance(key, tuple) else key
@@ -261,6 +271,10 @@ def _by_name(name: str, key: Any) -> Callable[[], st.SearchStrategy[Case]] | Non
         return lambda: joining_case(func)
     if family == "contraction":
         return lambda: contraction_case(func)
+    for area in _AREAS:  # issue 14's rules, one module of cases per area
+        make = area.by_name(name, key)
+        if make is not None:
+            return make
     return None
 
 

@@ -13,6 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import samples_creation
+import samples_selection
+import samples_sets
+import samples_shape
+import samples_signals
+import samples_statistics
 
 from dmesh.ops.kernels.linalg import LOCAL_ONLY
 from dmesh.ops.kernels.scan import ACCUMULATING
@@ -295,3 +301,12 @@ for _key in (np.sum, np.prod, np.max, np.min, np.mean, np.nansum, np.nanmax, np.
 HOSTILE[np.cumsum] += [((_Q,), {"axis": 0})]
 for _u in (np.add, np.maximum, np.minimum):
     HOSTILE[(_u, "reduce")] += [((_Q, 0), {})]
+
+# -- issue 14's areas, one module each (kept apart so that they are written apart) ---------
+
+for _area in (samples_creation, samples_selection, samples_sets, samples_shape,
+              samples_signals, samples_statistics):  # fmt: skip
+    for _key, _calls in _area.SAMPLES.items():
+        SAMPLES.setdefault(_key, []).extend(_calls)
+    for _key, _calls in _area.HOSTILE.items():
+        HOSTILE.setdefault(_key, []).extend(_calls)
