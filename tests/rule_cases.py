@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import rule_cases_creation
+import rule_cases_linalg
 import rule_cases_selection
 import rule_cases_sets
 import rule_cases_shape
@@ -250,8 +251,8 @@ def contraction_case(draw: Any, func: Any) -> Case:
     return (draw(array(dtype, first)), draw(array(dtype, second))), {}, None
 
 
-_AREAS = (rule_cases_creation, rule_cases_selection, rule_cases_sets, rule_cases_shape,
-          rule_cases_signals, rule_cases_statistics)  # fmt: skip
+_AREAS = (rule_cases_creation, rule_cases_linalg, rule_cases_selection, rule_cases_sets,
+          rule_cases_shape, rule_cases_signals, rule_cases_statistics)  # fmt: skip
 
 
 def _by_name(name: str, key: Any) -> Callable[[], st.SearchStrategy[Case]] | None:

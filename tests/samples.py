@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import samples_creation
+import samples_linalg
 import samples_selection
 import samples_sets
 import samples_shape
@@ -304,7 +305,7 @@ for _u in (np.add, np.maximum, np.minimum):
 
 # -- issue 14's areas, one module each (kept apart so that they are written apart) ---------
 
-for _area in (samples_creation, samples_selection, samples_sets, samples_shape,
+for _area in (samples_creation, samples_linalg, samples_selection, samples_sets, samples_shape,
               samples_signals, samples_statistics):  # fmt: skip
     for _key, _calls in _area.SAMPLES.items():
         SAMPLES.setdefault(_key, []).extend(_calls)
