@@ -36,12 +36,15 @@ from dmesh.creation import (
     zeros,
     zeros_like,
 )
+from dmesh.creation_grids import fromfunction, indices, meshgrid, tri
 from dmesh.darray import DArray, redistribute
 from dmesh.debug.block_table import visualize
+from dmesh.fft_freq import fftfreq, rfftfreq
 from dmesh.halo import HaloExchange, halo
 from dmesh.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from dmesh.io.npy import load, save
 from dmesh.mesh import DeviceMesh, init_mesh
+from dmesh.windows import bartlett, blackman, hamming, hanning, kaiser
 
 # isort: split
 # Last, once dmesh is complete: ops registers its rules and installs the
@@ -55,7 +58,9 @@ _install_abort_hook()  # an uncaught exception on any rank aborts the job
 tracing.add_library_path(_os.path.dirname(__file__))
 tracing.add_library_path(_os.path.dirname(ops.__file__))
 
-__all__ = [
+__all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencies)
+    "bartlett", "blackman", "fftfreq", "fromfunction", "hamming", "hanning", "indices", "kaiser",
+    "meshgrid", "rfftfreq", "tri",
     "AbstractMesh",
     "ArgumentError",
     "ArgumentTypeError",
