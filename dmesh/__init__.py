@@ -59,8 +59,17 @@ tracing.add_library_path(_os.path.dirname(__file__))
 tracing.add_library_path(_os.path.dirname(ops.__file__))
 
 __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencies)
-    "bartlett", "blackman", "fftfreq", "fromfunction", "hamming", "hanning", "indices", "kaiser",
-    "meshgrid", "rfftfreq", "tri",
+    "bartlett",
+    "blackman",
+    "fftfreq",
+    "fromfunction",
+    "hamming",
+    "hanning",
+    "indices",
+    "kaiser",
+    "meshgrid",
+    "rfftfreq",
+    "tri",
     "AbstractMesh",
     "ArgumentError",
     "ArgumentTypeError",
