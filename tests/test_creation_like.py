@@ -3,6 +3,8 @@ the argument's layout, no communication, NumPy's values at 1-4 ranks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from mpi4py import MPI
 
@@ -55,3 +57,130 @@ def test_unsupported_keywords_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.
     assert_raises_all(comm, UnsupportedError, np.zeros_like, a, order="F", match="order")
     assert_raises_all(comm, UnsupportedError, np.ones_like, a, subok=False, match="subok")
     assert_raises_all(comm, UnsupportedError, np.copy, a, order="F", match="order")
+
+
+def test_empty_like_keeps_the_layout(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.empty_like: the argument's layout and dtype (or the given ones); values unspecified."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    with Verdict(comm) as verdict:
+        for placements in ([Shard(0), *rest], [Shard(1), *rest], [Partial("sum"), *rest]):
+            a = dmesh.distribute(X, mesh, placements)[1:]
+            with debug.CommMode() as mode:
+                got = np.empty_like(a)
+                typed = np.empty_like(a, dtype=np.int16)
+                other = np.empty_like(a, shape=(7, 3))
+            verdict.check(mode.counts() == {}, f"communicated: {mode.counts()}")
+            layout = a.spec.layout
+            verdict.check(got.spec.layout.bounds == layout.bounds, f"layout {got.spec}")
+            verdict.check(not any(p.is_partial() for p in got.placements), "partial result")
+            verdict.check((got.shape, got.dtype) == ((5, 5), X.dtype), f"{got.spec}")
+            verdict.check(typed.dtype == np.int16 and typed.local.dtype == np.int16, "dtype=")
+            verdict.check(got.local.shape == a.local.shape, f"block {got.local.shape}")
+            verdict.check(other.shape == (7, 3), f"shape= {other.shape}")
+    assert_raises_all(comm, UnsupportedError, np.empty_like, a, order="F", match="order")
+
+
+def test_astype_function(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.astype(x, dtype, copy=) (NumPy 2.1): block by block, NumPy's casts of hostile values."""
+    hostile = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 2.5, -2.5, 1e300, -7.9, 3.0, 127.6])
+    rest = [Replicate()] * (mesh.ndim - 1)
+    with Verdict(comm) as verdict:
+        for placements in ([Shard(0), *rest], [Replicate(), *rest], [Partial("max"), *rest]):
+            a = dmesh.distribute(hostile, mesh, placements)[2:]  # uneven, empty blocks
+            for dtype in (np.float32, np.complex64, bool, np.float64):
+                with np.errstate(all="ignore"):
+                    got, want = np.astype(a, dtype), np.astype(hostile[2:], dtype)
+                full = got.full_array()
+                verdict.check(full.dtype == want.dtype, f"{dtype}: {full.dtype}")
+                verdict.check(full.tobytes() == want.tobytes(), f"{dtype} {placements}: {full!r}")
+            same = np.astype(a, np.float64, copy=False)
+            verdict.check(same is a, "copy=False of the same dtype is the argument")
+            verdict.check(np.astype(a, np.float64) is not a, "copy=True copies")
+        ints = dmesh.distribute(np.array([np.iinfo(np.int64).min, -1, 0, 2**40]), mesh)
+        got = np.astype(ints, np.int32).full_array()
+        want = np.astype(np.array([np.iinfo(np.int64).min, -1, 0, 2**40]), np.int32)
+        verdict.check(np.array_equal(got, want), f"int64 to int32 wraps as NumPy: {got}")
+    assert_raises_all(comm, UnsupportedError, np.astype, a, np.int8, device="gpu")
+
+
+def _nep35_calls(a: dmesh.DArray) -> list[tuple[str, Any, Any]]:
+    """(label, dmesh's result, NumPy's) of the creation functions called with like=a."""
+    rows = np.array([[1.5, -0.0, np.nan], [np.inf, 2, 3]])
+    calls: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]] = [
+        ("zeros", np.zeros, (5,), {}),
+        ("zeros 2-D int", np.zeros, ((3, 4),), {"dtype": np.int32}),
+        ("ones", np.ones, (7,), {"dtype": bool}),
+        ("empty", np.empty, ((2, 3),), {}),
+        ("full", np.full, ((4, 2), np.nan), {}),
+        ("full int", np.full, (6, -3), {"dtype": np.int8}),
+        ("full inferred", np.full, (3, np.uint16(9)), {}),
+        ("arange", np.arange, (10,), {}),
+        ("arange step", np.arange, (-3, 8, 3), {}),
+        ("arange float", np.arange, (0.5, 2.0, 0.25), {}),
+        ("arange negative", np.arange, (5, -4, -2), {"dtype": np.float32}),
+        ("arange stop=", np.arange, (), {"stop": 4}),
+        ("arange empty", np.arange, (3, 1), {}),
+        ("eye", np.eye, (4,), {}),
+        ("eye M k", np.eye, (3, 5, -1), {"dtype": int}),
+        ("identity", np.identity, (3,), {"dtype": np.complex64}),
+        ("tri", np.tri, (4, 3, 1), {}),
+        ("fromfunction", np.fromfunction, (lambda i, j: i - 2 * j, (3, 4)), {"dtype": int}),
+        ("array", np.array, (rows,), {}),
+        ("array list", np.array, ([[1, 2], [3, 4], [5, 6]],), {"dtype": np.float32}),
+        ("array ndmin", np.array, ([1, 2, 3],), {"ndmin": 2}),
+        ("array scalar", np.array, (2.5,), {}),
+        ("asarray", np.asarray, (rows,), {}),
+        ("asanyarray", np.asanyarray, ([3, 1, 2],), {}),
+        ("ascontiguousarray", np.ascontiguousarray, (rows.T,), {}),
+    ]
+    out = []
+    for label, func, args, kwargs in calls:
+        want = func(*args, **kwargs)
+        out.append((label, func(*args, **kwargs, like=a), want))
+    return out
+
+
+def test_nep35_like(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.zeros(5, like=a) and friends: a DArray on a's mesh laid out as dmesh.zeros's, no
+    communication, NumPy's values (np.empty's compared by shape and dtype only)."""
+    for placements in ([Shard(0)], [Replicate()]):
+        a = dmesh.distribute(X, mesh, placements + [Replicate()] * (mesh.ndim - 1))
+        with Verdict(comm) as verdict:
+            with debug.CommMode() as mode:
+                results = _nep35_calls(a)
+            verdict.check(mode.counts() == {}, f"communicated: {mode.counts()}")
+            for label, got, want in results:
+                if not isinstance(got, dmesh.DArray):
+                    verdict.check(False, f"{label}: {type(got).__name__}")
+                    continue
+                default = [Shard(0) if want.ndim else Replicate()]
+                default += [Replicate()] * (mesh.ndim - 1)
+                verdict.check(got.mesh is mesh, f"{label}: another mesh")
+                verdict.check(list(got.placements) == default, f"{label}: {got.placements}")
+                full = got.full_array()
+                verdict.check((full.shape, full.dtype) == (want.shape, want.dtype), f"{label}")
+                if label != "empty":
+                    ok = np.array_equal(full, want, equal_nan=True)
+                    verdict.check(ok, f"{label}: {full!r} != {want!r}")
+
+
+def test_nep35_with_a_darray_object(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.array(b, like=a)/np.asarray(b, like=a) of a DArray b: b's layout, copied or not."""
+    a = dmesh.distribute(X, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    b = a[1:]
+    copied = np.array(b, like=a)
+    same = np.asarray(b, like=a)
+    cast = np.asarray(b, dtype=np.float32, like=a)
+    ok = copied is not b and copied.spec == b.spec and same is b and cast.dtype == np.float32
+    assert_all(comm, ok, f"{copied.spec} {same is b} {cast.dtype}")
+    assert_all(comm, np.array_equal(cast.full_array(), X[1:].astype(np.float32)))
+
+
+def test_nep35_refusals_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = dmesh.distribute(X, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    assert_raises_all(comm, UnsupportedError, np.zeros, 3, order="F", like=a, match="order")
+    assert_raises_all(comm, UnsupportedError, np.ones, 3, device="gpu", like=a, match="device")
+    assert_raises_all(comm, UnsupportedError, np.array, [a, a], like=a, match="gather")
+    assert_raises_all(comm, UnsupportedError, np.full, 3, a, like=a, match="fill_value")
+    assert_raises_all(comm, UnsupportedError, np.array, a, ndmin=3, like=a, match="ndmin")
+    assert_raises_all(comm, ValueError, np.asarray, a, np.int8, copy=False, like=a)

@@ -3,6 +3,7 @@
 from dmesh.ops.rules import (
     contractions,
     creation_like,
+    creation_nep35,
     elementwise,
     elementwise_functions,
     joining,
@@ -16,6 +17,7 @@ from dmesh.ops.rules import (
 __all__ = [
     "contractions",
     "creation_like",
+    "creation_nep35",
     "elementwise",
     "elementwise_functions",
     "joining",

@@ -1,6 +1,6 @@
-"""``np.zeros_like``, ``np.ones_like``, ``np.full_like`` and ``np.copy``
-on DArrays: the result has the argument's mesh, placements and block boundaries, and
-is made on each rank from its own block (no communication).
+"""``np.zeros_like``, ``np.ones_like``, ``np.full_like``, ``np.empty_like``, ``np.copy``
+and ``np.astype`` on DArrays: the result has the argument's mesh, placements and block
+boundaries, and is made on each rank from its own block (no communication).
 
 A partial argument's result is replicated along the partial mesh dims: the fill is
 a value every rank holds (kept partial, ``ones_like`` of a partial sum would add up
@@ -20,6 +20,7 @@ from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Replicate
 from dmesh.core.spec import DArraySpec
+from dmesh.creation import empty as dmesh_empty
 from dmesh.creation import full as dmesh_full
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
@@ -34,17 +35,20 @@ def _check(name: str, order: Any, subok: Any, device: Any) -> None:
 
 
 def _filled(a: DArray, fill: Any, dtype: Any, shape: Any) -> DArray:
-    """``a``'s layout filled with ``fill`` in ``dtype``."""
+    """``a``'s layout filled with ``fill`` in ``dtype`` (``fill`` None: uninitialized)."""
     dtype = a.dtype if dtype is None else np.dtype(dtype)
     if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
         new_shape = tuple(int(n) for n in np.atleast_1d(shape))
+        if fill is None:
+            return dmesh_empty(new_shape, mesh=a.mesh, dtype=dtype)
         return dmesh_full(new_shape, fill, mesh=a.mesh, dtype=dtype)
     layout = a.spec.layout
     if any(p.is_partial() for p in layout.placements):  # the fill is a value every rank holds
         placements = tuple(Replicate() if p.is_partial() else p for p in layout.placements)
         layout = Layout(layout.mesh_shape, placements, layout.shape, layout.bounds)
     block = a.local
-    local = array_module(block).full_like(block, fill, dtype=dtype)
+    xp = array_module(block)
+    local = xp.empty_like(block, dtype) if fill is None else xp.full_like(block, fill, dtype)
     return DArray(local, DArraySpec(a.mesh, layout, np.dtype(dtype)))
 
 
@@ -70,6 +74,31 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subo
     """``np.full_like`` of a DArray: its layout, ``fill_value`` (no communication)."""
     _check("full_like", order, subok, device)
     return _filled(a, fill_value, dtype, shape)
+
+
+@decompose(np.empty_like)
+def empty_like(prototype: Any, dtype: Any = None, order: Any = "K", subok: Any = True,
+               shape: Any = None, *, device: Any = None) -> DArray:  # fmt: skip
+    """``np.empty_like`` of a DArray: its layout, values unspecified (no communication)."""
+    _check("empty_like", order, subok, device)
+    return _filled(prototype, None, dtype, shape)
+
+
+@decompose(np.astype)
+def astype(x: Any, dtype: Any, /, *, copy: Any = True, device: Any = None) -> DArray:
+    """``np.astype(x, dtype, copy=)`` (NumPy 2.1): ``x.astype`` block by block (no communication).
+
+    ``copy=False`` returns ``x`` itself when the dtype is already ``dtype``. A
+    partial ``x`` is reduced before a cast to another dtype: the cast of a sum
+    is not the sum of the cast terms (0.5 + 0.5 to int is 1, not 0), nor a
+    bool of a max the max of the bools.
+    """
+    if device not in (None, "cpu"):
+        raise UnsupportedError(f"np.astype on DArrays takes device=None; got {device!r}")
+    dtype = np.dtype(dtype)
+    if dtype != x.dtype and any(p.is_partial() for p in x.placements):
+        x = x.reduce_partials()
+    return x.astype(dtype, copy=bool(copy))  # type: ignore[no-any-return]
 
 
 @decompose(np.copy)
