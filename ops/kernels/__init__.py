@@ -1,1 +1,3 @@
 """Ops with their own communication algorithm, one file per algorithm."""
+
+from dmesh.ops.kernels import partition, search, sets  # noqa: F401  # order, search and sets
