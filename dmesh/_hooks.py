@@ -25,3 +25,22 @@ dispatch_operator: Callable[[Any, tuple[Any, ...]], Any] | None = None
 getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).
 setitem: Callable[[Any, Any, Any], None] | None = None
+
+# Above 0 while NumPy's own implementation of a function runs on DArrays
+# (dmesh.ops.numpy_implementations): a DArray then refuses ``__array__``, so that
+# a function that would need the whole array raises instead of gathering it.
+gathers_refused: int = 0
+
+
+class GatherRefusedError(BaseException):
+    """``np.asarray(a)`` of a DArray inside NumPy code that runs on DArrays.
+
+    A ``BaseException``, so that NumPy's own ``except Exception:`` (``np.array_equiv``
+    answers False when its arguments do not convert) cannot turn the refusal into a
+    wrong answer; the decomposition path turns it into an ``UnsupportedError``.
+    """
+
+
+# Set when a DArray refused a gather since the decomposition path last cleared it:
+# even a refusal that NumPy's code caught makes the path raise.
+gather_was_refused: bool = False

@@ -19,6 +19,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
+from dmesh.darray_methods import ArrayMethods, element_index
 from dmesh.redistribution import run_steps
 
 __all__ = ["DArray", "Redistribution", "redistribute"]
@@ -66,18 +67,7 @@ def _scalar_route(spec: DArraySpec) -> Any:
     return route
 
 
-def _axis_method(func: Any, name: str, doc: str = "") -> Any:
-    """``a.name(axis=None, keepdims=False)``: the dispatched ``np.name(a, ...)``."""
-
-    def method(self: DArray, axis: Any = None, keepdims: bool = False) -> Any:
-        return self._reduce(func, axis=axis, keepdims=keepdims)
-
-    method.__name__, method.__qualname__ = name, f"DArray.{name}"
-    method.__doc__ = f"``np.{name}(a, ...)``{doc}."
-    return method
-
-
-class DArray(NDArrayOperatorsMixin):
+class DArray(ArrayMethods, NDArrayOperatorsMixin):
     """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
 
     Each rank holds one block (a ``numpy.ndarray``, or a ``cupy.ndarray`` on a
@@ -259,13 +249,23 @@ class DArray(NDArrayOperatorsMixin):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """The full array, gathered on every rank: **collective**, as ``full_array``."""
+        if _hooks.gathers_refused:
+            _hooks.gather_was_refused = True
+            raise _hooks.GatherRefusedError(
+                f"needs the whole {self.shape} array as a NumPy array (np.asarray of a DArray "
+                "there would gather it on every rank)"
+            )
         full = self.full_array()
         if not isinstance(full, np.ndarray):
             full = full.get()
         return np.asarray(full, dtype=dtype)
 
-    def item(self) -> Any:
-        """The value of a one-element array as a Python scalar (collective)."""
+    def item(self, *args: Any) -> Any:
+        """The value of a one-element array, or of the element at ``args``, as a Python
+        scalar (collective): ``a.item(k)`` takes a flat C-order index, ``a.item(i, j)``
+        one per dim, as ``ndarray.item``."""
+        if args:
+            return self[element_index(args, self.shape)].item()
         spec = self._spec
         route = _scalar_routes.get(spec)  # only one-element specs are remembered
         if route is None:
@@ -347,13 +347,6 @@ class DArray(NDArrayOperatorsMixin):
         """``np.std(a, ...)``."""
         return self._reduce(np.std, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    min = _axis_method(np.min, "min")
-    max = _axis_method(np.max, "max")
-    argmax = _axis_method(np.argmax, "argmax", ": global indices")
-    argmin = _axis_method(np.argmin, "argmin", ": global indices")
-    any = _axis_method(np.any, "any")
-    all = _axis_method(np.all, "all")
-
     def reshape(self, *shape: Any, order: Any = "C") -> Any:
         """The array in another shape (see ``np.reshape``); a view where the blocks allow."""
         target: Any = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -393,10 +386,20 @@ class DArray(NDArrayOperatorsMixin):
         """``np.real(a)``: the real part (each block's; no data moves)."""
         return np.real(self)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        np.real(self)[...] = value  # a view of each block: writes through
+
     @property
     def imag(self) -> Any:
         """``np.imag(a)``: the imaginary part (each block's; no data moves)."""
         return np.imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        if self.dtype.kind != "c":
+            raise TypeError(f"a.imag = v: a {self.dtype} array has no imaginary part to set")
+        np.imag(self)[...] = value
 
     def conj(self) -> Any:
         """``np.conjugate(a)``: the complex conjugate (each block's; no data moves)."""
@@ -417,7 +420,10 @@ class DArray(NDArrayOperatorsMixin):
         """A DArray with a copy of the block and the same spec (no communication)."""
         return DArray(self._local.copy(), self._spec)
 
-    def astype(self, dtype: Any) -> DArray:
+    def astype(
+        self, dtype: Any, order: Any = "K", casting: Any = "unsafe", subok: Any = True,
+        copy: Any = True,
+    ) -> DArray:  # fmt: skip
         """The array converted to ``dtype`` block by block (no communication).
 
         A partial value converts before its reduction; for ``Partial("sum")``
@@ -425,4 +431,8 @@ class DArray(NDArrayOperatorsMixin):
         each addend.
         """
         dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"astype: cannot cast {self.dtype} to {dtype} with casting={casting!r}")
+        if dtype == self.dtype and not copy:
+            return self
         return DArray(self._local.astype(dtype), self._spec.with_dtype(dtype))

@@ -22,6 +22,7 @@ from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
 from dmesh.darray import DArray
+from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
 from dmesh.ops.registry import Rule, decomposition_for, keyword_form_for, rule_for
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
@@ -136,6 +137,8 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
     if impl is not None:
         return impl(*args, **kwargs)
     rule = rule_for(func)
+    if rule is None and implementation_of(func) is not None:
+        return run_implementation(func, args, kwargs)  # NumPy's code, DArrays flowing through
     if rule is None or rule.parse is None:
         darrays = [a for a in args if isinstance(a, DArray)]
         placements = ", ".join(shorts(a.placements) for a in darrays) or "in a list"

@@ -94,7 +94,7 @@ def check_result(verdict: BitVerdict, label: str, got: Any, expected: Any) -> No
         return
     if not isinstance(got, dmesh.DArray):  # a Python value (np.shape, np.allclose, lstsq's rank)
         verdict.check(type(got) is type(expected) and got == expected, f"{label}: {got!r}")
-        bits(label, np.asarray(got))
+        bits(label, np.asarray(got.str if isinstance(got, np.dtype) else got))  # (not a pointer)
         return
     full = np.asarray(got.full_array())
     want = np.asarray(expected)
