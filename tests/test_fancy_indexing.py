@@ -208,7 +208,10 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     bad = dmesh.distribute(np.array([0, 9, 1]), mesh, [Shard(0)] * mesh.ndim)
     assert_raises_all(comm, IndexError, d.__getitem__, bad, match="index 9 is out of bounds")
     mask = dmesh.distribute(np.array([True] * 5), mesh, [Replicate()] * mesh.ndim)
-    assert_raises_all(comm, NotImplementedError, d.__getitem__, (mask, 0), match="nonzero")
+    mixed = d[mask, 0]  # a boolean DArray beside an int: its nonzero() arrays, as NumPy
+    assert_all(comm, np.array_equal(mixed.full_array(), A2[np.array([True] * 5), 0]))
+    short = dmesh.distribute(np.array([True] * 4), mesh, [Replicate()] * mesh.ndim)
+    assert_raises_all(comm, IndexError, d.__getitem__, (short, 0), match="did not match")
     assert_raises_all(comm, ValueError, d.__setitem__, [0, 1], np.ones(4), match="broadcast")
     assert_raises_all(comm, IndexError, d.__setitem__, [0, 7], 1.0, match="out of bounds")
     assert_raises_all(comm, np.exceptions.AxisError, np.take, d, [0], axis=2)

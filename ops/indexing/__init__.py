@@ -10,7 +10,7 @@ response (two all-to-alls, nothing gathered). :func:`install` connects
 from __future__ import annotations
 
 from dmesh import _hooks
-from dmesh.ops.indexing import basic, fancy
+from dmesh.ops.indexing import basic, choices, fancy, masks, multi_index, writes
 
 
 def install() -> None:
@@ -19,4 +19,4 @@ def install() -> None:
     _hooks.setitem = basic.setitem
 
 
-__all__ = ["basic", "fancy", "install"]
+__all__ = ["basic", "choices", "fancy", "install", "masks", "multi_index", "writes"]

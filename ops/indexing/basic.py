@@ -32,13 +32,15 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
 from dmesh.ops.indexing import keys as fancy_keys
+from dmesh.ops.indexing import masks
+from dmesh.ops.indexing.operands import reduce_in_place
 
 __all__ = ["getitem", "mask_select", "nonzero", "selection", "setitem"]
 
@@ -182,8 +184,10 @@ def getitem(a: DArray, key: Any) -> DArray:
     :mod:`dmesh.ops.indexing.fancy` (collective).
     """
 
-    if isinstance(key, DArray) and key.dtype.kind not in "iu":
+    if isinstance(key, DArray) and key.dtype == np.bool_ and key.ndim and key.shape == a.shape:
         return mask_select(a, key)
+    if masks.has_mask(key):  # a mask on some dims: its nonzero() arrays (collective)
+        key = masks.expand_masks(a, key)
     if fancy_indexing.is_advanced(key):
         return fancy_indexing.getitem(a, key)
     plan = plan_index(a.spec, key)
@@ -246,12 +250,17 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     """``a[key] = value``: a scalar, an array every rank holds, or a DArray of the selection.
 
     Local writes only, except that a DArray value is first moved to the
-    selection's layout (collective). Keys with integer arrays go to
-    :mod:`dmesh.ops.indexing.fancy` (collective).
+    selection's layout (collective). Keys with integer arrays or boolean
+    DArrays go to :mod:`dmesh.ops.indexing.fancy` (collective). A ``Partial``
+    array is first reduced in place (collective): it becomes replicated along
+    its partial mesh dims.
     """
 
-    if any(p.is_partial() for p in a.placements):
-        raise UnsupportedError("assigning into a DArray with Partial placements: reduce it first")
+    # Writing into partial terms would leave terms that no longer sum to the
+    # written value: the array is reduced in place first (collective).
+    reduce_in_place(a)
+    if masks.has_mask(key):  # the mask's nonzero() arrays: values go to the True positions
+        key = masks.expand_masks(a, key)
     if fancy_indexing.is_advanced(key):
         _check_fancy_view(a.spec, key)
         fancy_indexing.setitem(a, key, value)
@@ -366,6 +375,11 @@ def mask_select(a: DArray, mask: DArray) -> DArray:
 
 def nonzero(a: DArray) -> tuple[DArray, ...]:
     """``np.nonzero``: one 1-D DArray of global indices per dim (collective)."""
+    if a.ndim == 0:
+        raise ArgumentError(
+            "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
+            "instead"
+        )
     a = _row_layout(a)
     if a.mesh.coordinate is None:
         raise UnsupportedError("np.nonzero on a rank outside the mesh")

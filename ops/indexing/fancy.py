@@ -52,7 +52,7 @@ from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing.keys import Plan, is_advanced, is_darray, parse
 
-__all__ = ["getitem", "is_advanced", "setitem", "take"]
+__all__ = ["block_of", "getitem", "is_advanced", "setitem", "take"]
 
 
 def _group(view: Layout, plan: Plan) -> tuple[int, ...]:
@@ -107,7 +107,7 @@ def _result_layout(view: Layout, plan: Plan, index: Layout) -> Layout:
     return Layout(view.mesh_shape, tuple(placements), tuple(shape), tuple(bounds))
 
 
-def _block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
+def block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
     """This rank's block of ``x`` broadcast to ``layout.shape`` (collective if ``x`` is a DArray).
 
     A DArray is first laid out like ``layout`` on its own dims (replicated
@@ -129,7 +129,7 @@ def _block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
 def _points(plan: Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np.ndarray:
     """This rank's index points, ``(n, len(axes))`` int64 in bounds (collective with DArrays)."""
     columns = [
-        to_host(_block_of(i, index, coord)).astype(np.int64).reshape(-1) for i in plan.indices
+        to_host(block_of(i, index, coord)).astype(np.int64).reshape(-1) for i in plan.indices
     ]
     distributed = [j for j, i in enumerate(plan.indices) if is_darray(i)]
     if distributed:  # reduce the verdict of the bound check so that every rank raises
@@ -289,7 +289,7 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         value = np.reshape(value, value.shape[extra:])  # a view, also of a DArray
     points = _points(plan, index, coord, a.mesh)
     s, pos, k = len(plan.shape), plan.position, len(plan.axes)
-    values = xp.asarray(_block_of(value, layout, coord)).astype(a.dtype, copy=False)
+    values = xp.asarray(block_of(value, layout, coord)).astype(a.dtype, copy=False)
     values = xp.moveaxis(values, tuple(range(pos, pos + s)), tuple(range(s)))
     block = xp.moveaxis(view.local, plan.axes, tuple(range(k)))  # a view of a's block
     rest = block.shape[k:]
