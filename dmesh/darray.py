@@ -25,6 +25,15 @@ from dmesh.redistribution import run_steps
 __all__ = ["DArray", "Redistribution", "redistribute"]
 
 
+# NumPy functions that dispatch on their ``like=`` argument only: NumPy calls
+# ``like.__array_function__`` and leaves ``like`` out of the arguments.
+_LIKE = frozenset((
+    np.zeros, np.ones, np.empty, np.full, np.arange, np.array, np.asarray, np.asanyarray,
+    np.ascontiguousarray, np.asfortranarray, np.eye, np.identity, np.tri, np.fromfunction,
+    np.frombuffer, np.fromiter, np.fromstring, np.require, np.loadtxt, np.genfromtxt,
+))  # fmt: skip
+
+
 class Redistribution(NamedTuple):
     """A redistribution about to run, as debug tools are told of it (``dmesh.debug``)."""
 
@@ -94,6 +103,8 @@ class DArray(ArrayMethods, NDArrayOperatorsMixin):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if _hooks.dispatch_function is None:
             raise UnsupportedError(f"{func.__name__} on DArrays: the ops package is not loaded")
+        if func in _LIKE:  # NEP 35: np.zeros(5, like=a) reaches here without its like=
+            kwargs = {**kwargs, "like": self}
         return _hooks.dispatch_function(func, types, args, kwargs)
 
     # Arithmetic that reuses a temporary operand's block (``a * b + c``).
