@@ -65,8 +65,11 @@ __all__ = [
     "einsum_rows",
     "einsum_shape",
     "flatten",
+    "gufunc_subscripts",
     "ndim_of",
+    "parse_binary",
     "parse_subscripts",
+    "refuse_broadcast",
     "shape_of",
     "take_diagonal",
 ]  # fmt: skip
@@ -250,20 +253,81 @@ def _subscripts_for(name: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...],
         a = ("i" if a_nd == 2 else "") + shared
         b = shared + ("k" if b_nd == 2 else "")
         return (a, b), a[:-1] + b[1:]
-    if name == "matmul" and a_nd == b_nd:
-        batch = "".join(next(letters) for _ in range(a_nd - 2))
-        return (batch + "iz", batch + "zk"), batch + "ik"
+    if name == "matmul":  # batches, right-aligned (NumPy's broadcasting of the stack dims)
+        return gufunc_subscripts(("iz", "zk"), "ik", ndims, vector=(a_nd == 1, b_nd == 1))
     raise UnsupportedError(
         f"np.{name} of operands with {a_nd} and {b_nd} dims is not supported yet "
-        "(supported: 1-D and 2-D operands, and matmul of equal-rank batches)"
+        "(supported: 1-D and 2-D operands; use np.matmul or np.tensordot for stacks)"
     )
 
 
-def _parse_binary(name: str) -> Any:
+def gufunc_subscripts(
+    cores: tuple[str, ...],
+    out_core: str,
+    ndims: tuple[int, ...],
+    vector: tuple[bool, ...] = (),
+) -> tuple[tuple[str, ...], str]:
+    """Einsum subscripts of a generalized ufunc: core dims last, loop dims broadcast.
+
+    ``cores`` are the core subscripts of each operand (``"iz"``, ``"zk"`` for
+    matmul); an operand marked in ``vector`` is 1-D and takes only the last
+    core index of a left operand (first of a right one), and its other core
+    index leaves the output, as ``matmul`` does with a 1-D operand. The loop
+    dims take letters not used by the cores, right-aligned over operands.
+    """
+    vector = vector or (False,) * len(cores)
+    terms = list(cores)
+    out = out_core
+    for i, flag in enumerate(vector):
+        if flag:  # (z,) @ (..., z, k) -> (..., k); (..., i, z) @ (z,) -> (..., i)
+            dropped = cores[i][0] if i == 0 else cores[i][-1]
+            terms[i] = cores[i].replace(dropped, "")
+            out = out.replace(dropped, "")
+    loops = [nd - len(t) for nd, t in zip(ndims, terms)]
+    if min(loops) < 0:
+        bad = next(i for i, n in enumerate(loops) if n < 0)
+        raise np.linalg.LinAlgError(  # as NumPy: too few dims for the core signature
+            f"operand {bad} has {ndims[bad]} dims, the core signature needs {len(terms[bad])}"
+        )
+    pool = [c for c in string.ascii_letters if c not in "".join(cores) + out_core]
+    width = max(loops)
+    if width > len(pool):
+        raise UnsupportedError(f"a stack of {width} loop dims is too deep for einsum letters")
+    batch = "".join(pool[:width])
+    inputs = tuple(batch[width - n :] + t for n, t in zip(loops, terms))
+    return inputs, batch + out
+
+
+def refuse_broadcast(
+    name: str, inputs: tuple[str, ...], shapes: tuple[tuple[int, ...], ...], cores: str
+) -> None:
+    """An ``UnsupportedError`` for a loop dim of length 1 against a longer one (on every rank).
+
+    The einsum rows need each index to have one length; NumPy would
+    broadcast the length-1 dim. Indices in ``cores`` are not loop dims, and
+    lengths that differ otherwise are left to :func:`einsum_shape` (NumPy's error).
+    """
+    sizes: dict[str, set[int]] = {}
+    for term, shape in zip(inputs, shapes):
+        for c, n in zip(term, shape):
+            sizes.setdefault(c, set()).add(n)
+    for c, lengths in sizes.items():
+        if c not in cores and len(lengths) > 1 and 1 in lengths:
+            raise UnsupportedError(
+                f"np.{name} on DArrays: broadcasting a stack dim of length 1 against one of "
+                f"length {max(lengths)} is not supported (shapes {list(shapes)}); give both "
+                "operands the same stack dims, e.g. with np.broadcast_to"
+            )
+
+
+def parse_binary(name: str) -> Any:
+    """The ``parse`` of ``np.<name>(a, b)`` (matmul, dot, inner): subscripts from the ndims."""
+
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
         if len(args) != 2 or kwargs:
             raise UnsupportedError(f"np.{name} on DArrays takes two operands and no keywords")
         inputs, output = _subscripts_for(name, (ndim_of(args[0]), ndim_of(args[1])))
+        refuse_broadcast(name, inputs, (shape_of(args[0]), shape_of(args[1])), "izk")
         return checked(list(args), inputs, output), (inputs, output)
 
     return parse
@@ -352,7 +416,7 @@ _BINARY = (("matmul", np.matmul), ("dot", np.dot), ("inner", np.inner))
 for _name, _func in _BINARY:
     # run=None: the blocks of every row are valid operands of the function
     # itself (BLAS for matmul/dot), whose local result is the output block.
-    register(_func, name=f"contraction.{_name}", out_shape=call_shape, parse=_parse_binary(_name),
+    register(_func, name=f"contraction.{_name}", out_shape=call_shape, parse=parse_binary(_name),
              dim_map=call_dims)(call_rows)  # fmt: skip
 register(np.outer, name="contraction.outer", out_shape=_outer_shape, parse=_parse_outer,
          dim_map=call_dims)(call_rows)  # fmt: skip
