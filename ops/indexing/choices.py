@@ -110,10 +110,11 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
             "np.piecewise with DArray conditions needs x as a DArray: dmesh.distribute it"
         )
     functions = list(funclist)
-    single = isinstance(condlist, (DArray, np.ndarray)) and (
-        condlist.ndim == x.ndim if x.ndim else condlist.ndim == 0
-    )
-    if np.isscalar(condlist) or single or (
+    # NumPy's rule: a scalar, or a sequence whose first item is no array, is one condition
+    # (a DArray's items are DArrays: it is one condition when it has at most one dim).
+    if isinstance(condlist, DArray):
+        condlist = [condlist] if condlist.ndim <= 1 else [condlist[k] for k in range(len(condlist))]
+    elif np.isscalar(condlist) or (
         x.ndim != 0 and not isinstance(condlist[0], (list, np.ndarray, DArray))
     ):  # fmt: skip
         condlist = [condlist]
