@@ -22,7 +22,7 @@ import numpy as np
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.darray import DArray
 from dmesh.ops.indexing.operands import as_operand, dtype_of, mesh_of
-from dmesh.ops.indexing.writes import cycled, target
+from dmesh.ops.indexing.writes import target
 from dmesh.ops.registry import decompose
 
 __all__ = ["along_axis_key", "put_along_axis", "ravel_multi_index", "take_along_axis",
@@ -171,18 +171,13 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
     """``np.put_along_axis``: writes ``values`` at the matched positions, in place.
 
     Collective when a dim of ``arr`` is sharded: each value goes to its owner.
-    With ``axis=None`` the values are repeated over the flat indices, as
-    ``arr.flat[indices] = values`` does.
+    With ``axis=None`` the indices are flat, and the values broadcast to them.
     """
     array = target(arr, "np.put_along_axis")
     where = _check_along(array.ndim, indices, axis)
     if where is None:
         count = indices.shape[0] if isinstance(indices, DArray) else len(indices)
-        size = values.size if isinstance(values, DArray) else np.size(values)
-        if count == 0 or size == 0:
-            return
-        key = _flat_key(array, indices)
-        like = indices.reduce_partials() if isinstance(indices, DArray) else indices
-        array[key] = cycled(values, count, like)
+        if count:
+            array[_flat_key(array, indices)] = values  # broadcast to the indices, as NumPy
         return
     array[along_axis_key(array.shape, indices, where)] = values
