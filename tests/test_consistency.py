@@ -94,7 +94,11 @@ def check_result(verdict: BitVerdict, label: str, got: Any, expected: Any) -> No
         return
     if not isinstance(got, dmesh.DArray):  # a Python value (np.shape, np.allclose, lstsq's rank)
         verdict.check(type(got) is type(expected) and got == expected, f"{label}: {got!r}")
-        bits(label, np.asarray(got.str if isinstance(got, np.dtype) else got))  # (not a pointer)
+        # Bits of the value, never of a pointer (np.asarray of None or a dtype is an object).
+        bits(
+            label,
+            np.asarray(got.str if isinstance(got, np.dtype) else repr(got) if got is None else got),
+        )
         return
     full = np.asarray(got.full_array())
     want = np.asarray(expected)
