@@ -30,6 +30,7 @@ BENCHMARKS = [
     ("bench_fft.py", 2),
     ("bench_tsqr.py", 2),
     ("bench_io.py", 2),
+    ("bench_sets.py", 2),
 ]
 
 

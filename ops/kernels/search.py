@@ -194,6 +194,14 @@ def isin(element: Any, test_elements: Any, assume_unique: Any = False, invert: A
             "isin: the 'table' method is only supported for boolean or integer arrays "
             f"(got {queries.dtype} and {tests.dtype}); use kind='sort' or None"
         )
+    if kind == "table" and tests.size and any(p.is_shard() for p in tests.placements):
+        # NumPy refuses a table whose range overflows the test elements' dtype (RuntimeError).
+        low, high = int(np.min(tests)), int(np.max(tests))
+        if tests.dtype.kind != "b" and high - low > np.iinfo(tests.dtype).max:
+            raise RuntimeError(
+                "isin: kind='table', but the range of the test elements exceeds the maximum "
+                f"integer of {tests.dtype}; use kind=None or 'sort'"
+            )
     invert = bool(operator.truth(invert))
     host_q, xp = blocks_on_host(queries)
     host_t, _ = blocks_on_host(tests)
