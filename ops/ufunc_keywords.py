@@ -23,7 +23,7 @@ from dmesh.collectives.errors import (
 from dmesh.darray import DArray
 from dmesh.ops.pipeline import align, check_operands, replicate_arrays, wrap
 from dmesh.ops.propagation import decide
-from dmesh.ops.registry import Call, Rule
+from dmesh.ops.registry import Call, Rule, decomposition_for
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 
 __all__ = ["into", "masked"]
@@ -32,7 +32,14 @@ PlainCall = Callable[[np.ufunc, tuple[Any, ...], dict[str, Any]], DArray]
 
 
 def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``ufunc(*inputs, out=o)``: ``call`` (the plain ufunc call), then written into ``o``."""
+    """``ufunc(*inputs, out=o)``: ``call`` (the plain ufunc call), then written into ``o``.
+
+    A two-output ufunc's call (``np.modf(a, out=(o1, o2))``) goes to its decomposition
+    (``dmesh.ops.rules.two_outputs``), which writes each output.
+    """
+    impl = decomposition_for((ufunc, "__call__")) if ufunc.nout > 1 else None
+    if impl is not None:
+        return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
     result = call(ufunc, inputs, kwargs)

@@ -44,3 +44,47 @@ SAMPLES[np.tri] = [((4, 3, 1), _LIKE)]
 SAMPLES[np.fromfunction] = [((np.add, (3, 4)), {"dtype": int, **_LIKE})]
 for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray):
     SAMPLES[_f] = [(([[1.5, -0.0], [2.0, 3.0]],), _LIKE)]
+
+# -- issue 14, item 1: two-output ufuncs, real_if_close, ufunc.outer/at/reduceat ----------
+_Z = _M + 1j * _RNG.uniform(-1e-17, 1e-17, (5, 4))
+SAMPLES[np.real_if_close] = [((_Z,), {}), ((_M + 1j * _M,), {}), ((_M,), {})]
+SAMPLES[(np.divmod, "__call__")] = [((_M * 10 - 5, 1.5), {}), ((_M * 10 - 5, _M[0] + 0.5), {})]
+SAMPLES[(np.frexp, "__call__")] = [((_M * 100 - 50,), {})]
+SAMPLES[(np.modf, "__call__")] = [((_M * 10 - 5,), {})]
+for _u in (np.divmod, np.frexp, np.modf):
+    HOSTILE[(_u, "__call__")] = [((_H,) if _u.nin == 1 else (_H, 2.5), {})]
+
+
+def _kinds(ufunc: np.ufunc) -> str:
+    """The input type codes of the first float64, int64 or bool loop (as tests/samples.py)."""
+    for preferred in ("d", "l", "?"):
+        for loop in ufunc.types:
+            inputs = loop.split("->")[0]
+            if preferred in inputs and set(inputs) <= {"d", "l", "?"}:
+                return inputs
+    raise AssertionError(f"no sample dtype for {ufunc.__name__}")
+
+
+def _array(kind: str, shape: tuple[int, ...]) -> np.ndarray:
+    if kind == "d":
+        return _RNG.uniform(0.25, 0.75, shape)
+    if kind == "l":
+        return _RNG.integers(1, 6, shape)
+    return _RNG.random(shape) < 0.5
+
+
+def _ufunc_method_samples() -> None:
+    from dmesh.ops.rules.ufunc_methods import ACCUMULATING, BINARY
+
+    for ufunc in BINARY:
+        first, second = _kinds(ufunc)
+        SAMPLES[(ufunc, "outer")] = [((_array(first, (4, 2)), _array(second, (3,))), {})]
+    for ufunc in ACCUMULATING:
+        first, second = _kinds(ufunc)
+        x = _array(first, (7, 3))
+        SAMPLES[(ufunc, "reduceat")] = [((x, [0, 4, 1, 5, 6]), {}), ((x, [0, 2, 1]), {"axis": 1})]
+        # in place: the suite compares the result, None (see the area's report)
+        SAMPLES[(ufunc, "at")] = [((x, [0, 0, 6, 3], x[0, 0].item()), {})]
+
+
+_ufunc_method_samples()

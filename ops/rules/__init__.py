@@ -16,6 +16,8 @@ from dmesh.ops.rules import (
     shape,
     statistics,
     tensordot,
+    two_outputs,
+    ufunc_methods,
 )
 
 __all__ = [
@@ -34,4 +36,6 @@ __all__ = [
     "shape",
     "statistics",
     "tensordot",
+    "two_outputs",
+    "ufunc_methods",
 ]
