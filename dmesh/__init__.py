@@ -44,6 +44,7 @@ from dmesh.halo import HaloExchange, halo
 from dmesh.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from dmesh.io.npy import load, save
 from dmesh.mesh import DeviceMesh, init_mesh
+from dmesh.triangles import tril_indices, triu_indices
 from dmesh.windows import bartlett, blackman, hamming, hanning, kaiser
 
 # isort: split
@@ -107,6 +108,8 @@ __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencie
     "redistribute",
     "save",
     "save_checkpoint",
+    "tril_indices",
+    "triu_indices",
     "visualize",
     "zeros",
     "zeros_like",

@@ -3,7 +3,8 @@
 Usually no data moves. A sharded dim stays sharded when its blocks stay contiguous in
 the new shape: the dims before it are unchanged and it is merged with the
 dims after it (``(n, m) -> (n * m,)``: a block of rows ``[s, t)`` becomes
-elements ``[s * m, t * m)``), or only the dims after it change. Other
+elements ``[s * m, t * m)``), or only the dims after it change, or it is
+split into ``(n, m)`` and its boundaries are multiples of ``m``. Other
 reshapes of sharded dims would need a redistribution first; they raise and
 say so. Replicated and partial values reshape block by block (reshaping is
 linear).
@@ -44,7 +45,7 @@ def _moved_for(a: DArray, shape: tuple[int, ...], fallback: str | None) -> DArra
     placements = list(a.placements)
     changed = False
     for m, p in enumerate(placements):
-        if isinstance(p, Shard) and _matching_dim(a.shape, shape, p.dim) is None:
+        if isinstance(p, Shard) and _placed(a, shape, p.dim) is None:
             if fallback is None:
                 return None
             placements[m] = Shard(0) if fallback == "first" and a.ndim else Replicate()
@@ -53,8 +54,7 @@ def _moved_for(a: DArray, shape: tuple[int, ...], fallback: str | None) -> DArra
         return a
     moved = a.redistribute(a.mesh, placements)
     if fallback == "first" and any(
-        isinstance(p, Shard) and _matching_dim(a.shape, shape, p.dim) is None
-        for p in moved.placements
+        isinstance(p, Shard) and _placed(moved, shape, p.dim) is None for p in moved.placements
     ):
         return None
     return moved
@@ -69,16 +69,42 @@ def _view(a: DArray, shape: tuple[int, ...]) -> DArray:
         if not isinstance(p, Shard):
             continue
         d = p.dim
-        e = _matching_dim(old, shape, d)
-        if e is None:  # pragma: no cover - _reshaped moved such dims away
+        placed = _placed(a, shape, d)
+        if placed is None:  # pragma: no cover - _reshaped moved such dims away
             raise AssertionError(f"reshape {old} -> {shape}: dim {d} cannot stay sharded")
-        factor = math.prod(old[d + 1 :]) // math.prod(shape[e + 1 :]) if old[d] else 1
+        e, scale = placed
         cut = layout.bounds[d]
-        bounds[e] = tuple(b * factor for b in cut) if cut is not None else None
+        bounds[e] = tuple(scale(b) for b in cut) if cut is not None else None
         placements[m] = Shard(e)
     result = Layout(layout.mesh_shape, tuple(placements), shape, tuple(bounds))
     spec = DArraySpec(a.mesh, result, a.dtype)
     return DArray(a.local.reshape(spec.local_shape()), spec)
+
+
+def _placed(a: DArray, new: tuple[int, ...], d: int) -> tuple[int, Any] | None:
+    """The new dim holding ``a``'s dim ``d`` blocks, and how a boundary maps to it.
+
+    Either ``d`` merged with whole trailing dims (:func:`_matching_dim`: a
+    boundary is multiplied), or ``d`` split into ``new[d : d + j]`` with the
+    later dims unchanged, when every boundary of ``d`` falls on a whole row of
+    the split (``(n * m,) -> (n, m)`` with boundaries multiples of ``m``: a
+    boundary is divided).
+    """
+    old = a.shape
+    e = _matching_dim(old, new, d)
+    if e is not None:
+        factor = math.prod(old[d + 1 :]) // math.prod(new[e + 1 :]) if old[d] else 1
+        return e, lambda b: b * factor
+    cut = a.spec.layout.bounds[d]
+    if new[:d] != old[:d] or cut is None:
+        return None
+    for j in range(2, len(new) - d + 1):
+        if math.prod(new[d : d + j]) == old[d] and new[d + j :] == old[d + 1 :]:
+            row = math.prod(new[d + 1 : d + j])
+            if row and all(b % row == 0 for b in cut):
+                return d, lambda b, row=row: b // row
+            return None
+    return None
 
 
 def _matching_dim(old: tuple[int, ...], new: tuple[int, ...], d: int) -> int | None:

@@ -1,15 +1,18 @@
 """Sharding rules, one module per op family; importing this registers them all."""
 
 from dmesh.ops.rules import (
+    arrangement,
     contractions,
     creation_like,
     creation_nep35,
+    diagonals,
     elementwise,
     elementwise_functions,
     gufuncs,
     joining,
     metadata,
     norms,
+    padding,
     products,
     reduction_keywords,
     reductions,
@@ -21,15 +24,18 @@ from dmesh.ops.rules import (
 )
 
 __all__ = [
+    "arrangement",
     "contractions",
     "creation_like",
     "creation_nep35",
+    "diagonals",
     "elementwise",
     "elementwise_functions",
     "gufuncs",
     "joining",
     "metadata",
     "norms",
+    "padding",
     "products",
     "reduction_keywords",
     "reductions",

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
+from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
@@ -84,9 +85,64 @@ def _join_run(func: Any, blocks: list[Any], call: Call) -> Any:
     return func(blocks, axis=axis)
 
 
-for _name in ("concatenate", "stack"):
-    register(getattr(np, _name), name=f"joining.{_name}", out_shape=_join_shape,
-             parse=_parse_join(_name), run=_join_run, dim_map=_join_dims)(_join_rows)  # fmt: skip
+def concatenate_blocks(arrays: Any, axis: Any = 0) -> Any:
+    """The key of ``np.concatenate``'s rule: blocks joined along an axis none of them shards.
+
+    ``np.concatenate`` itself is a decomposition (:func:`concatenate`) that
+    sends an operand sharded along the joining axis to
+    :func:`dmesh.ops.kernels.joins.join` (no gather) and the other calls here.
+    """
+    return np.concatenate(arrays, axis)
+
+
+register(
+    concatenate_blocks, name="joins.concatenate", out_shape=_join_shape,
+    parse=_parse_join("concatenate"), run=_join_run, dim_map=_join_dims,
+)(_join_rows)  # fmt: skip
+register(np.stack, name="joining.stack", out_shape=_join_shape, parse=_parse_join("stack"),
+         run=_join_run, dim_map=_join_dims)(_join_rows)  # fmt: skip
+
+
+@decompose(np.concatenate)
+def concatenate(
+    arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+) -> Any:
+    """``np.concatenate`` of DArrays; ``axis=None`` joins the flattened arrays.
+
+    Along an axis that an operand is sharded on, the blocks are re-cut and
+    joined where they are (:func:`dmesh.ops.kernels.joins.join`, at most an
+    all-to-all); otherwise each rank joins its blocks (the rule). ``dtype=``
+    casts the operands first under ``casting``, as NumPy does.
+    """
+    from dmesh.ops.dispatch import dispatch_function
+    from dmesh.ops.kernels.joins import join, sharded_along
+
+    if out is not None:
+        raise UnsupportedError(
+            "np.concatenate(..., out=) on DArrays is not supported; "
+            "assign the result instead (out[...] = np.concatenate(...))"
+        )
+    items = list(arrays)
+    if not items:
+        raise ArgumentError("need at least one array to concatenate")
+    if dtype is not None:
+        target = np.dtype(dtype)
+        for x in items:
+            source = x.dtype if isinstance(x, DArray) else np.asarray(x).dtype
+            if not np.can_cast(source, target, casting=casting):  # type: ignore[arg-type]
+                raise ArgumentTypeError(
+                    f"Cannot cast array data from {source} to {target} according "
+                    f"to the rule {casting!r}"
+                )
+        items = [x.astype(target) if isinstance(x, DArray) else np.asarray(x, target)
+                 for x in items]  # fmt: skip
+    if axis is None:
+        items = [np.ravel(x) for x in items]
+        axis = 0
+    ndim = np.ndim(items[0])
+    if ndim and any(sharded_along(x, operator.index(axis) % ndim) for x in items):
+        return join(items, operator.index(axis))
+    return dispatch_function(concatenate_blocks, (), (items, axis), {})
 
 
 def _parse_broadcast(
@@ -202,15 +258,38 @@ def flip(m: Any, axis: Any = None) -> Any:
 
 @decompose(np.roll)
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """``np.roll`` along one axis: the two slices swapped and concatenated."""
-    if axis is None or isinstance(axis, tuple) or not isinstance(shift, (int, np.integer)):
-        raise UnsupportedError("np.roll on DArrays needs one int shift and one axis")
-    axis = operator.index(axis) % a.ndim
+    """``np.roll``: along each axis the two slices swapped and joined.
+
+    Along a sharded axis the result keeps the input's block boundaries, so
+    the two pieces travel to their new owners (no gather). Without an axis
+    the flattened array is rolled and reshaped back, its blocks following
+    the input's so that the reshape stays a view.
+    """
+    from dmesh.ops.kernels.joins import join
+
+    if axis is None:
+        flat = np.ravel(a)
+        rolled = _roll_axis(flat, int(np.sum(np.asarray(shift, dtype=np.int64))), 0, join)
+        return np.reshape(rolled if rolled is not flat else flat.copy(), a.shape)
+    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    if shifts.ndim > 1 or shifts.dtype.kind not in "iu" or axes.dtype.kind not in "iu":
+        raise ArgumentError(f"np.roll: shift and axis must be ints or 1-D sequences of ints; "
+                            f"got shift={shift!r}, axis={axis!r}")  # fmt: skip
+    totals = [0] * a.ndim
+    for s, ax in zip(shifts.reshape(-1), axes.reshape(-1)):
+        totals[normalize_axis_tuple(int(ax), a.ndim)[0]] += int(s)
+    result = a
+    for ax, total in enumerate(totals):
+        result = _roll_axis(result, total, ax, join)
+    return result if result is not a else a.copy()  # NumPy returns a new array
+
+
+def _roll_axis(a: Any, shift: int, axis: int, join: Any) -> Any:
     n = a.shape[axis]
-    if n == 0:
+    if n == 0 or shift % n == 0:
         return a
-    shift = int(shift) % n
+    shift %= n
     head = (slice(None),) * axis
-    return np.concatenate(
-        [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]], axis=axis
-    )
+    pieces = [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]]
+    cut = a.spec.layout.bounds[axis]
+    return join(pieces, axis, cut) if cut is not None else np.concatenate(pieces, axis)
