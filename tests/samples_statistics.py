@@ -8,7 +8,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 Sample = tuple[tuple[Any, ...], dict[str, Any]]
 
 SAMPLES: dict[Any, list[Sample]] = {}
 HOSTILE: dict[Any, list[Sample]] = {}
+
+_rng = np.random.default_rng(14)
+_V = _rng.standard_normal(13)  # odd length: the median is one value
+_M = _rng.standard_normal((6, 5))
+_H = np.array([np.nan, 1.0, -np.inf, np.inf, -0.0, 0.0, -3.0, 2.5])  # hostile values
+_HM = _H.reshape(2, 4)
+
+# Quantiles: along the sharded first axis (selection) and along an unsharded one (local).
+SAMPLES[np.median] = [((_V,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": 1, "keepdims": True})]
+SAMPLES[np.nanmedian] = [((_V,), {}), ((_M,), {"axis": 0})]
+SAMPLES[np.percentile] = [((_V, [1, 50, 99]), {}), ((_M, 30), {"axis": 0, "method": "lower"})]
+SAMPLES[np.quantile] = [((_V, 0.25), {}), ((_M, [0.1, 0.9]), {"axis": 1, "method": "midpoint"})]
+SAMPLES[np.nanpercentile] = [((_V, [5, 95]), {}), ((_M, 50), {"axis": 0})]
+SAMPLES[np.nanquantile] = [((_V, 0.5), {"method": "nearest"}), ((_M, 0.75), {"axis": 1})]
+for _key in (np.median, np.nanmedian):
+    HOSTILE[_key] = [((_H,), {}), ((_HM,), {"axis": 0}), ((_H[1:],), {})]
+for _key in (np.percentile, np.nanpercentile):
+    HOSTILE[_key] = [((_H, [0, 50, 100]), {}), ((_H[1:], [10, 90]), {})]
+for _key in (np.quantile, np.nanquantile):
+    HOSTILE[_key] = [((_HM, 0.5), {"axis": 1}), ((_H[1:], [0.0, 0.3, 1.0]), {})]

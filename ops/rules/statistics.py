@@ -254,3 +254,7 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: f
            keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
     """``np.nanstd``: the square root of :func:`nanvar`."""
     return np.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, **kwargs))
+
+
+# Registered here so that importing the rules registers them (no shared file edited).
+from dmesh.ops.rules import quantiles as quantiles  # noqa: E402
