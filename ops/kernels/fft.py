@@ -315,7 +315,38 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
 # -- the NumPy functions -----------------------------------------------------------
 def _one(a: Any, kind: str, n: Any, axis: Any, norm: Any, out: Any) -> DArray:
     lengths = None if n is None else [_length(n, kind)]  # -1 is no default here, as in NumPy
+    if isinstance(a, DArray) and a.ndim == 1 and out is None and _blocks(a.spec.layout, 0) > 1:
+        _axis(axis, 1, kind)
+        return _sharded_1d(a, kind, lengths, norm)
     return _run(a, kind, lengths, [axis], norm, out, kind)
+
+
+def _sharded_1d(a: DArray, kind: str, lengths: Any, norm: Any) -> DArray:
+    """``np.fft.<kind>`` of a 1-D DArray sharded along its axis: the four-step algorithm."""
+    if norm not in _NORMS:
+        raise ArgumentError(
+            f'np.fft.{kind}: Invalid norm value {norm!r}; should be "backward", "ortho" or '
+            '"forward"'
+        )
+    if kind == "irfft":
+        raise UnsupportedError(
+            "np.fft.irfft (and hfft) of a 1-D DArray sharded along its axis is not supported "
+            "yet; use np.fft.ifft of the full Hermitian spectrum, or replicate it "
+            "(a.redistribute(mesh, [Replicate()] * mesh.ndim))"
+        )
+    if kind == "rfft" and a.dtype.kind == "c":
+        raise ArgumentTypeError(f"np.fft.{kind}: the input must be real, got {a.dtype}")
+    n = a.shape[0] if lengths is None else lengths[0]
+    if n > a.shape[0]:
+        raise UnsupportedError(
+            f"np.fft.{kind}: n={n} pads the sharded 1-D DArray of {a.shape[0]} points; padding "
+            "is not supported on a sharded axis (cutting, n < len, is)"
+        )
+    from dmesh.ops.kernels.fft_1d import four_step  # the module builds on this one
+
+    a = a[:n] if n < a.shape[0] else a
+    y = four_step(a, kind == "ifft", norm, kind)
+    return y[: n // 2 + 1] if kind == "rfft" else y
 
 
 @decompose(np.fft.fft)
