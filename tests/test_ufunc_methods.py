@@ -206,3 +206,4 @@ def test_refusals_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
     assert_raises_all(comm, UnsupportedError, np.add.at, a, [0], a, match="replicated")
     assert_raises_all(comm, IndexError, np.add.reduceat, a, [0, 12], match="out of bounds")
     assert_raises_all(comm, UnsupportedError, np.add.reduceat, a, index, match="DArray")
+    assert_raises_all(comm, UnsupportedError, np.subtract.reduceat, a, [0, 2])  # not associative

@@ -44,6 +44,9 @@ ACCUMULATING = [
     np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and, np.bitwise_or,
     np.bitwise_xor,
 ]  # fmt: skip
+# reduceat folds the blocks' parts of a segment with the ufunc itself, which needs the
+# ufunc associative: subtract's a - b - c - d is not (a - b) - (c - d).
+ASSOCIATIVE = [u for u in ACCUMULATING if u is not np.subtract]
 
 
 def outer(ufunc: np.ufunc, a: Any, b: Any, **kwargs: Any) -> Any:
@@ -229,5 +232,6 @@ def _method(impl: Callable[..., Any], ufunc: np.ufunc) -> Callable[..., Any]:
 for _ufunc in BINARY:
     decompose((_ufunc, "outer"))(_method(outer, _ufunc))
 for _ufunc in ACCUMULATING:
-    decompose((_ufunc, "reduceat"))(_method(reduceat, _ufunc))
     decompose((_ufunc, "at"))(_method(at, _ufunc))
+for _ufunc in ASSOCIATIVE:
+    decompose((_ufunc, "reduceat"))(_method(reduceat, _ufunc))
