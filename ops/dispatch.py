@@ -25,6 +25,7 @@ from dmesh.darray import DArray
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
 from dmesh.ops.registry import Rule, decomposition_for, keyword_form_for, rule_for
+from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
 from dmesh.ops.ufunc_keywords import into, masked
 
@@ -90,7 +91,15 @@ def call_ufunc(
             return perform(ufunc, step, inputs, mesh)
     rule = rule_for(ufunc)
     if rule is None:
-        raise UnsupportedError(f"np.{ufunc.__name__} has no sharding rule")
+        impl = decomposition_for((ufunc, "__call__"))  # two outputs: np.divmod, np.frexp
+        if impl is not None:
+            return impl(*inputs, **(kwargs or {}))  # type: ignore[no-any-return]
+        rule = _any_elementwise(ufunc)
+    if rule is None:
+        raise UnsupportedError(
+            f"np.{ufunc.__name__} on DArrays is not supported yet: it has no sharding rule "
+            f"(signature {ufunc.signature!r}, {ufunc.nout} outputs)"
+        )
     if rule.parse is not None:  # a generalized ufunc with a rule of its own (matmul)
         return _call_parsed(ufunc, ufunc, rule, inputs, kwargs or {}, ufunc.__name__)
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items())) if kwargs else ()
@@ -100,6 +109,28 @@ def call_ufunc(
     if remembered is not None:
         remember(remembered, step)
     return result
+
+
+_other_ufuncs: dict[np.ufunc, Rule] = {}
+
+
+def _any_elementwise(ufunc: np.ufunc) -> Rule | None:
+    """The rule of a ufunc dmesh does not register (``scipy.special.erf``, ``np.frompyfunc``'s):
+    elementwise, one output, so each block is the ufunc of the aligned blocks. No partial
+    rows, since nothing is known of its algebra: a partial operand is reduced first."""
+    if ufunc.signature is not None or ufunc.nout != 1:
+        return None
+    if all(loop.endswith("O") for loop in ufunc.types):  # np.frompyfunc: object arrays
+        raise UnsupportedError(
+            f"{ufunc.__name__} on DArrays: it makes object arrays, which DArrays do not hold; "
+            "use a NumPy or SciPy ufunc, or np.vectorize with otypes= on the local blocks"
+        )
+    rule = _other_ufuncs.get(ufunc)
+    if rule is None:
+        rule = Rule(f"elementwise.{ufunc.__name__}", sharded_rows, broadcast_shape)
+        if len(_other_ufuncs) < 256:  # bounded: np.frompyfunc makes a ufunc per call
+            _other_ufuncs[ufunc] = rule
+    return rule
 
 
 def dispatch_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
