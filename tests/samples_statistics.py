@@ -34,3 +34,18 @@ for _key in (np.percentile, np.nanpercentile):
     HOSTILE[_key] = [((_H, [0, 50, 100]), {}), ((_H[1:], [10, 90]), {})]
 for _key in (np.quantile, np.nanquantile):
     HOSTILE[_key] = [((_HM, 0.5), {"axis": 1}), ((_H[1:], [0.0, 0.3, 1.0]), {})]
+
+# Histograms: counts per block and one all-reduce; the edges from the global extremes.
+_I = _rng.integers(0, 9, 14)
+_W = np.linspace(0.25, 2.0, 13)
+SAMPLES[np.histogram] = [((_V,), {}), ((_V,), {"bins": [-2, 0, 0.5, 3], "weights": _W}),
+                         ((_M,), {"bins": 4, "range": (-1, 1), "density": True})]  # fmt: skip
+SAMPLES[np.histogram_bin_edges] = [((_V,), {"bins": 5}), ((_M,), {"range": (0, 2)})]
+SAMPLES[np.histogram2d] = [((_V, _V[::-1]), {"bins": 3}), ((_V, _W), {"bins": (2, 4)})]
+SAMPLES[np.histogramdd] = [((_M[:, :3],), {"bins": 2}), ((_M[:, :2],), {"bins": (3, 2)})]
+SAMPLES[np.bincount] = [((_I,), {}), ((_I,), {"minlength": 12})]
+HOSTILE[np.histogram] = [
+    ((_H,), {"bins": [-np.inf, -1, 0, 1, np.inf]}),
+    ((_H,), {"range": (-3, 3)}),
+]
+HOSTILE[np.bincount] = [((np.array([0, 0, 2, 2**20]),), {})]
