@@ -27,7 +27,7 @@ __all__ = ["DArray", "Redistribution", "redistribute"]
 
 # NumPy functions that dispatch on their ``like=`` argument only: NumPy calls
 # ``like.__array_function__`` and leaves ``like`` out of the arguments.
-_LIKE = frozenset((
+_LIKE: frozenset[Any] = frozenset((
     np.zeros, np.ones, np.empty, np.full, np.arange, np.array, np.asarray, np.asanyarray,
     np.ascontiguousarray, np.asfortranarray, np.eye, np.identity, np.tri, np.fromfunction,
     np.frombuffer, np.fromiter, np.fromstring, np.require, np.loadtxt, np.genfromtxt,
@@ -430,20 +430,3 @@ class DArray(ArrayMethods, NDArrayOperatorsMixin):
     def copy(self) -> DArray:
         """A DArray with a copy of the block and the same spec (no communication)."""
         return DArray(self._local.copy(), self._spec)
-
-    def astype(
-        self, dtype: Any, order: Any = "K", casting: Any = "unsafe", subok: Any = True,
-        copy: Any = True,
-    ) -> DArray:  # fmt: skip
-        """The array converted to ``dtype`` block by block (no communication).
-
-        A partial value converts before its reduction; for ``Partial("sum")``
-        to an integer type that truncates each term, as NumPy would truncate
-        each addend.
-        """
-        dtype = np.dtype(dtype)
-        if not np.can_cast(self.dtype, dtype, casting):
-            raise TypeError(f"astype: cannot cast {self.dtype} to {dtype} with casting={casting!r}")
-        if dtype == self.dtype and not copy:
-            return self
-        return DArray(self._local.astype(dtype), self._spec.with_dtype(dtype))

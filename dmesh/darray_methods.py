@@ -20,7 +20,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout
-from dmesh.core.placement import Replicate
+from dmesh.core.placement import Partial, Replicate
 
 if TYPE_CHECKING:
     from dmesh.core.spec import DArraySpec
@@ -188,6 +188,30 @@ class ArrayMethods:
         """``_np.argpartition(a, kth, axis)``."""
         return _np.argpartition(self, kth, axis=axis, kind=kind)
 
+    def astype(
+        self, dtype: Any, order: Any = "K", casting: Any = "unsafe", subok: Any = True,
+        copy: Any = True,
+    ) -> Any:  # fmt: skip
+        """The array converted to ``dtype`` block by block (no communication, unless partial).
+
+        A partial array's value is its reduction, so the cast applies to that:
+        partial terms are cast as they are only where the cast commutes with
+        their reduction (float and complex sums and products, float max and
+        min: casts there are monotone or only round); otherwise the terms are
+        reduced first (``np.sum(a, 0).astype(int)`` truncates the sum, not each
+        term; a partial max cast to complex has no order to reduce by).
+        """
+        dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"astype: cannot cast {self.dtype} to {dtype} with casting={casting!r}")
+        if dtype == self.dtype and not copy:
+            return self
+        source: Any = self
+        ops = {p.op for p in self._spec.placements if isinstance(p, Partial)}
+        if ops and dtype != self.dtype and not _cast_commutes(ops, self.dtype, dtype):
+            source = self.reduce_partials()  # type: ignore[attr-defined]
+        return type(self)(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[call-arg]
+
     # -- in place ------------------------------------------------------------------------
     def sort(self, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> None:
         """Sort in place (``np.sort``'s result written into this array's blocks)."""
@@ -224,6 +248,16 @@ class ArrayMethods:
             return
         aligned = result.with_layout(self._spec.layout)
         self._local[...] = aligned._local
+
+
+def _cast_commutes(ops: set[str], source: np.dtype, target: np.dtype) -> bool:
+    """Whether casting each partial term to ``target`` gives the cast of their reduction."""
+    floats = source.kind in "fc" and target.kind in "fc"
+    if ops <= {"sum", "prod"}:
+        return floats
+    if ops <= {"max", "min"}:
+        return source.kind == "f" and target.kind == "f"
+    return False
 
 
 class FlatView:

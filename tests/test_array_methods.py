@@ -133,3 +133,21 @@ def test_flat_assignment_takes_an_integer(
 ) -> None:
     a = dmesh.distribute(X, mesh, _layouts(mesh)[0])
     assert_raises_all(comm, ArgumentError, a.flat.__setitem__, key, 1.0, match="integer key")
+
+
+def test_astype_of_partial_arrays_casts_the_value(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """np.sum(a, 0).astype(int) truncates the sum, not each rank's term."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    x = np.full((3, 2), 0.5) * np.arange(1, 3)
+    with BitVerdict(comm) as verdict:
+        for op, dtype in (("sum", np.int64), ("sum", np.float32), ("max", np.complex128),
+                          ("min", np.int8), ("prod", np.bool_), ("max", np.float32)):  # fmt: skip
+            p = dmesh.distribute(x, mesh, [Partial(op), *rest])
+            got = p.astype(dtype).full_array()
+            want = x.astype(dtype)
+            verdict.check(
+                got.dtype == want.dtype and np.array_equal(got, want), f"{op} -> {dtype}: {got}"
+            )
+            verdict.bits(f"{op} {dtype}", got)
