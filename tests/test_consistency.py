@@ -150,11 +150,36 @@ def placements(
     return combos
 
 
-def first_array(args: tuple[Any, ...]) -> np.ndarray:
-    """The first array operand of a sample's arguments."""
-    if isinstance(args[0], list):  # np.concatenate, np.stack: a list of operands
-        return np.asarray(args[0][0])
-    return next(x for x in args if isinstance(x, np.ndarray))
+def first_array(args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> np.ndarray:
+    """The first array operand of a sample's arguments (NEP 35: else the ``like=`` array)."""
+    if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], np.ndarray):
+        return np.asarray(args[0][0])  # np.concatenate, np.stack: a list of operands
+    found = next((x for x in args if isinstance(x, np.ndarray)), None)
+    if found is None and kwargs and isinstance(kwargs.get("like"), np.ndarray):
+        return kwargs["like"]  # type: ignore[no-any-return]
+    if found is None:
+        raise AssertionError(f"a sample without an array operand: {args} {kwargs}")
+    return found
+
+
+# Functions that write into their first operand: that operand is compared after the call.
+IN_PLACE = {np.put, np.place, np.putmask, np.copyto, np.put_along_axis, np.fill_diagonal}
+# Functions whose values are unspecified: only the shape and dtype are compared.
+VALUES_UNSPECIFIED = {np.empty_like, np.empty}
+
+
+def _in_place(key: Any) -> bool:
+    return key in IN_PLACE or (isinstance(key, tuple) and key[1] == "at")
+
+
+def _copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The sample's arrays copied: an in-place call must not change the sample itself."""
+    return tuple(
+        x.copy() if isinstance(x, np.ndarray)
+        else [v.copy() if isinstance(v, np.ndarray) else v for v in x] if isinstance(x, list)
+        else x
+        for x in args
+    )  # fmt: skip
 
 
 def run_sample(
@@ -173,13 +198,21 @@ def run_sample(
     """
     args, kwargs = sample
     func = call(key)
+    reference = _copies(args)
     with np.errstate(all="ignore"):
-        expected = func(*args, **kwargs)
+        expected = func(*reference, **kwargs)
+    if _in_place(key):
+        expected = reference[0]
+    args = _copies(args)
+    if isinstance(kwargs.get("like"), np.ndarray):  # NEP 35: like= is the distributed operand
+        kwargs = {**kwargs, "like": first(kwargs["like"])}
+        if any(p.is_partial() for p in kwargs["like"].placements):
+            return  # (like= gives a mesh and a layout to follow, not values)
     replicated = [Replicate()] * mesh.ndim
     dist: list[Any] = []
     firsts: list[dmesh.DArray] = []  # the operands ``first`` made
     for i, x in enumerate(args):
-        if i == 0 and isinstance(x, list):
+        if i == 0 and isinstance(x, list) and x and isinstance(x[0], np.ndarray):
             x = [first(a) for a in x]
             firsts += x
         elif isinstance(x, np.ndarray) and not firsts:
@@ -196,8 +229,17 @@ def run_sample(
             return
         verdict.check(False, f"{label}: a sharded matrix was not refused")
         return
+    if isinstance(key, tuple) and key[1] == "at" and firsts[0].placements[0].is_partial():
+        return  # ufunc.at refuses a partial target (tests/test_ufunc_methods.py)
     with np.errstate(all="ignore"):
         got = func(*dist, **kwargs)
+    if _in_place(key):
+        got = dist[0]
+    if key in VALUES_UNSPECIFIED:
+        shape, dtype = got.shape, got.dtype
+        ok = shape == expected.shape and dtype == expected.dtype
+        verdict.check(ok, f"{label}: {shape} {dtype} != NumPy's {expected.shape} {expected.dtype}")
+        return
     check_result(verdict, label, got, expected)
 
 
@@ -241,7 +283,7 @@ def test_op_agrees_with_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: 
     with BitVerdict(comm) as verdict:  # one agreement per test, not one per placement
         for i, sample in enumerate(SAMPLES[key]):
             kinds = partials(mesh, turn + i)
-            for first in placements(mesh, first_array(sample[0]), "every", kinds):
+            for first in placements(mesh, first_array(*sample), "every", kinds):
                 if first[0] == Partial("avg") and key in INEXACT_AVERAGE and size & (size - 1):
                     continue  # BUG: see above
                 label = f"{key_name(key)} sample {i} {first}"
@@ -260,7 +302,7 @@ def test_hostile_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: Any) -
     with BitVerdict(comm) as verdict:
         for i, sample in enumerate(HOSTILE[key]):
             kinds = partials(mesh, turn + i)
-            for first in placements(mesh, first_array(sample[0]), shards, kinds):
+            for first in placements(mesh, first_array(*sample), shards, kinds):
                 label = f"{key_name(key)} hostile sample {i} {first}"
                 place = functools.partial(dmesh.distribute, mesh=mesh, placements=first)
                 run_sample(verdict, label, key, sample, place, mesh)
