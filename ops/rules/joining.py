@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from dmesh import _hooks
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
 from dmesh.darray import DArray
@@ -114,7 +115,6 @@ def concatenate(
     all-to-all); otherwise each rank joins its blocks (the rule). ``dtype=``
     casts the operands first under ``casting``, as NumPy does.
     """
-    from dmesh.ops.dispatch import dispatch_function
     from dmesh.ops.kernels.joins import join, sharded_along
 
     if out is not None:
@@ -142,7 +142,9 @@ def concatenate(
     ndim = np.ndim(items[0])
     if ndim and any(sharded_along(x, operator.index(axis) % ndim) for x in items):
         return join(items, operator.index(axis))
-    return dispatch_function(concatenate_blocks, (), (items, axis), {})
+    dispatch = _hooks.dispatch_function  # (the hook: the rules do not import the dispatcher)
+    assert dispatch is not None  # installed with the ops package, which defines this module
+    return dispatch(concatenate_blocks, (), (items, axis), {})
 
 
 def _parse_broadcast(
