@@ -49,3 +49,14 @@ HOSTILE[np.histogram] = [
     ((_H,), {"range": (-3, 3)}),
 ]
 HOSTILE[np.bincount] = [((np.array([0, 0, 2, 2**20]),), {})]
+
+# Averages and covariances: dispatched reductions and products; cov's matrix is small.
+SAMPLES[np.average] = [
+    ((_M,), {}),
+    ((_M,), {"axis": 0, "weights": _M * _M + 0.5}),
+    ((_M,), {"axis": 1, "weights": np.arange(1.0, 6.0), "returned": True}),
+]
+SAMPLES[np.ptp] = [((_M,), {}), ((_M,), {"axis": 0, "keepdims": True})]
+SAMPLES[np.cov] = [((_M,), {}), ((_M,), {"rowvar": False, "bias": True})]
+SAMPLES[np.corrcoef] = [((_M,), {}), ((_M,), {"rowvar": False})]
+HOSTILE[np.ptp] = [((_HM,), {"axis": 1}), ((np.array([-(2**62), 2**62]),), {})]

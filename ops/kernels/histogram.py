@@ -73,15 +73,15 @@ def _prepared(a: Any, name: str) -> DArray:
             f"np.{name}: the data must be the DArray (a DArray as bins, range or weights of a "
             "NumPy array is not supported); gather the small argument with .full_array()"
         )
-    a = a.reduce_partials()
-    if a.dtype == np.bool_:  # NumPy's conversion, and its warning
+    data: DArray = a.reduce_partials()
+    if data.dtype == np.bool_:  # NumPy's conversion, and its warning
         warnings.warn(
-            f"Converting input from {a.dtype} to {np.uint8} for compatibility.",
+            f"Converting input from {data.dtype} to {np.uint8} for compatibility.",
             RuntimeWarning,
             stacklevel=4,
         )
-        a = a.astype(np.uint8)
-    return a
+        data = data.astype(np.uint8)
+    return data
 
 
 def _edges(a: DArray, bins: Any, range: Any, name: str) -> tuple[Any, Any]:
