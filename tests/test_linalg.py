@@ -17,7 +17,7 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
-from dmesh.ops.kernels import linalg
+from dmesh.ops.kernels import linalg, solvers
 from dmesh.ops.kernels.linalg import LOCAL_ONLY
 from helpers import assert_all, assert_raises_all
 
@@ -260,9 +260,17 @@ def test_local_only_functions(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func:
         _check(comm, list(zip(got, expected)), func.__name__, tol=0.0)
     else:
         _check(comm, [(got, expected)], func.__name__, tol=0.0)
-    sharded = dmesh.distribute(a, mesh, [Shard(0)] * mesh.ndim)
-    match = "qr, lstsq and svd .* replicated"
-    assert_raises_all(comm, UnsupportedError, func, sharded, match=match)
+    sharded = dmesh.distribute(a, mesh, [Shard(0)] * mesh.ndim)  # small: replicated first
+    got = func(sharded)
+    if isinstance(expected, tuple):
+        _check(comm, list(zip(got, expected)), f"sharded {func.__name__}", tol=0.0)
+    else:
+        _check(comm, [(got, expected)], f"sharded {func.__name__}", tol=0.0)
+    with solvers.gather_threshold(0):  # large: blocked, or an error naming the threshold
+        if func in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky):
+            func(sharded)
+        else:
+            assert_raises_all(comm, UnsupportedError, func, sharded, match="gather threshold")
 
 
 def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
@@ -282,8 +290,6 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
          {}, "Incompatible"),
         (ArgumentTypeError, np.linalg.lstsq, (x, np.ones(13)), {}, "implicit_replication"),
         (TypeError, np.linalg.qr, (x.astype(np.float16),), {}, "unsupported"),
-        (UnsupportedError, np.linalg.solve, (dmesh.distribute(np.eye(4), mesh, rows), x[:4, 0]),
-         {}, "replicated"),
     ]  # fmt: skip
     for error, func, args, kwargs, match in cases:
         assert_raises_all(comm, error, func, *args, match=match, **kwargs)

@@ -16,7 +16,9 @@ all-to-all). ``Partial`` inputs are reduced first. Ranks outside the mesh
 return empty blocks and never communicate. Every check uses shapes and specs
 only, so errors are raised on every rank before any message.
 
-**Local functions** (``solve``, ``inv``, ``det``...): :mod:`dmesh.ops.kernels.linalg_local`.
+**Square-matrix functions** (``solve``, ``inv``, ``det``, ``cholesky``...):
+:mod:`dmesh.ops.kernels.solvers` (replicated below a gather threshold,
+blocked LU or Cholesky above it) on :mod:`dmesh.ops.kernels.linalg_local`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dmesh.core.layout import sharding_mesh_dims
 from dmesh.core.placement import Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.kernels import solvers  # noqa: F401  # registers solve, inv, det, cholesky...
 from dmesh.ops.kernels.linalg_local import LOCAL_ONLY, REPLICATED_MATRIX, compute_locally, stand_in
 from dmesh.ops.kernels.linalg_operands import (
     by_rows,

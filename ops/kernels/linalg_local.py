@@ -1,16 +1,16 @@
 """``np.linalg`` on replicated matrices: ``solve`` and the functions every rank computes locally.
 
-**Local functions.** ``solve(a, b)`` needs a replicated ``a`` (it is small);
+**Local functions.** ``solve_replicated(a, b)`` takes a replicated ``a``;
 ``b`` may stay sharded along its columns (or along its stack dims when ``a``
 is one matrix): every rank solves its block. ``inv``, ``det``, ``eig`` and the
-others in :data:`LOCAL_ONLY` run on replicated arguments only, where every
-rank computes the result locally; sharded arguments raise an
-``UnsupportedError`` naming what is supported.
+others in :data:`LOCAL_ONLY` are computed by every rank from replicated
+arguments (:func:`compute_locally`). Sharded matrices reach these through
+:mod:`dmesh.ops.kernels.solvers`, which replicates a small one first (below
+its gather threshold) or factors a large one on the mesh.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,10 +20,9 @@ from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.ops.kernels.linalg_operands import is_sharded, operands, replicated, sharded_error
-from dmesh.ops.registry import decompose
+from dmesh.ops.kernels.linalg_operands import is_sharded, replicated
 
-__all__ = ["LOCAL_ONLY", "REPLICATED_MATRIX", "compute_locally", "solve", "stand_in"]
+__all__ = ["LOCAL_ONLY", "REPLICATED_MATRIX", "compute_locally", "solve_replicated", "stand_in"]
 
 # Functions computed only from replicated arguments (every rank computes locally).
 LOCAL_ONLY = (
@@ -31,21 +30,18 @@ LOCAL_ONLY = (
     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.cholesky, np.linalg.pinv,
     np.linalg.matrix_rank, np.linalg.cond,
 )  # fmt: skip
-# Functions whose (first) matrix argument must not be sharded.
-REPLICATED_MATRIX = (np.linalg.solve, *LOCAL_ONLY)
+# Functions whose (first) matrix argument must not be sharded: none since every one
+# takes a sharded matrix (replicated below the gather threshold, see solvers.py).
+REPLICATED_MATRIX: tuple[Any, ...] = ()
 
 
-@decompose(np.linalg.solve)
-def solve(a: Any, b: Any) -> Any:
+def solve_replicated(a: Any, b: Any) -> Any:
     """``np.linalg.solve`` with a replicated matrix ``a``: every rank solves its block of ``b``.
 
     ``b`` keeps its sharding along its columns (and along stack dims when
     ``a`` is one matrix); a sharded system axis is replicated first (it is
-    as long as ``a`` is wide). A sharded ``a`` raises ``UnsupportedError``.
+    as long as ``a`` is wide).
     """
-    a, b = operands("solve", (a, b))
-    if is_sharded(a):
-        raise sharded_error("solve", a)
     if not isinstance(b, DArray):
         return compute_locally(np.linalg.solve, "solve", (a.reduce_partials(), b), {})
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -119,28 +115,3 @@ def _wrap(result: Any, mesh: Any) -> Any:
         items = [_wrap(item, mesh) for item in result]
         return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
     return replicated(result, mesh)
-
-
-def _replicated_only(func: Any) -> Callable[..., Any]:
-    name = func.__name__
-
-    def local_only(*args: Any, **kwargs: Any) -> Any:
-        for x in (*args, *kwargs.values()):
-            if is_sharded(x):
-                raise sharded_error(name, x)
-        prepared = [
-            x.reduce_partials() if isinstance(x, DArray) else x for x in operands(name, args)
-        ]
-        values = {k: v.reduce_partials() if isinstance(v, DArray) else v for k, v in kwargs.items()}
-        return compute_locally(func, name, tuple(prepared), values)
-
-    local_only.__name__ = name
-    local_only.__doc__ = (
-        f"``np.linalg.{name}`` of replicated DArrays: every rank computes it locally; "
-        "sharded arguments raise ``UnsupportedError``."
-    )
-    return local_only
-
-
-for _func in LOCAL_ONLY:
-    decompose(_func)(_replicated_only(_func))

@@ -33,8 +33,9 @@ __all__ = [
 
 SUPPORTED = (
     "on DArrays, np.linalg computes qr, lstsq and svd of a tall matrix with sharded rows "
-    "(TSQR), solve with a replicated matrix (b may be sharded), and norm; the other "
-    "functions (inv, det, eig, ...) only when every DArray argument is replicated"
+    "(TSQR); solve, inv, det, slogdet and cholesky of a sharded matrix (replicated below "
+    "dmesh.ops.kernels.solvers.GATHER_THRESHOLD elements, blocked above it); the other "
+    "functions (eig, eigh, pinv, ...) of a sharded matrix below that threshold"
 )
 
 

@@ -1,0 +1,204 @@
+"""Square-matrix np.linalg functions of sharded DArrays (issue 14, item 9): ``inv``,
+``solve``, ``cholesky``, ``det``, ``slogdet``, ``eigh`` and the other local functions.
+
+Below the gather threshold a sharded matrix is replicated and NumPy's LAPACK call runs on
+every rank: NumPy's bits. A stack sharded along its stack dim is computed block by block
+without messages: NumPy's bits. Above the threshold (set to 0 here, with small panels so
+that panels cross the row blocks) blocked Cholesky and LU run on the mesh: NumPy's values
+to rounding, the same bits on every rank, for uneven and empty row blocks, a sharded
+column dim, float32, complex and integer matrices. Errors are raised on every rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Partial, Replicate, Shard, debug
+from dmesh.collectives.errors import UnsupportedError
+from dmesh.core.placement import Placement
+from dmesh.ops.kernels import blocked, solvers
+from helpers import BitVerdict, assert_raises_all
+
+RNG = np.random.default_rng(2024)
+
+
+def spd(n: int, dtype: Any = np.float64, seed: int = 0) -> np.ndarray:
+    """A well-conditioned Hermitian positive definite matrix."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal((n, n))
+    return (a @ a.conj().T + n * np.eye(n)).astype(dtype)
+
+
+def general(n: int, dtype: Any = np.float64, seed: int = 1) -> np.ndarray:
+    """A nonsymmetric matrix whose LU needs pivoting (small diagonal)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal((n, n))
+    a[np.diag_indices(n)] *= 1e-3
+    return a.astype(dtype)
+
+
+def layouts(x: np.ndarray, mesh: dmesh.DeviceMesh) -> Iterator[tuple[str, dmesh.DArray]]:
+    """Shard on each axis (each mesh dim), both axes on the (2, 2) mesh, uneven rows,
+    and a Partial("sum") matrix."""
+    choices: list[Placement] = [Replicate(), Shard(0), Shard(1)]
+    for p in itertools.product(choices, repeat=mesh.ndim):
+        if any(isinstance(q, Shard) for q in p):
+            yield str(p), dmesh.distribute(x, mesh, list(p))
+    padded = np.concatenate([x[:1], x])
+    yield "uneven", dmesh.distribute(padded, mesh, [Shard(0)] * mesh.ndim)[1:]
+    rest = [Replicate()] * (mesh.ndim - 1)
+    yield "partial", dmesh.distribute(x, mesh, [Partial("sum"), *rest])
+
+
+def record(verdict: BitVerdict, label: str, got: Any, want: Any, rtol: float) -> None:
+    """``got`` (DArray or tuple of them) gathered against NumPy's ``want``; bits recorded."""
+    if isinstance(want, tuple):
+        verdict.check(type(got) is type(want), f"{label}: {type(got)}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            record(verdict, f"{label}[{i}]", g, w, rtol)
+        return
+    full = got.full_array() if isinstance(got, dmesh.DArray) else np.asarray(got)
+    verdict.equal(full, np.asarray(want), rtol=rtol, atol=rtol)
+    verdict.bits(label, full)
+
+
+LOCAL = [
+    np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh,
+    np.linalg.eigvalsh, np.linalg.eigvals, np.linalg.pinv, np.linalg.matrix_rank, np.linalg.cond,
+]  # fmt: skip
+
+
+def test_small_sharded_matrix_is_gathered(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Below the threshold: NumPy's own bits, whatever the layout; inv keeps the layout."""
+    a = spd(5)
+    b = RNG.standard_normal((5, 3))
+    with BitVerdict(comm) as verdict:
+        for label, x in layouts(a, mesh):
+            for func in LOCAL:
+                record(verdict, f"{func.__name__} {label}", func(x), func(a), 0.0)
+            for b_label, y in layouts(b, mesh):  # LAPACK's rounding depends on b's width
+                got = np.linalg.solve(x, y)
+                record(verdict, f"solve {label} {b_label}", got, np.linalg.solve(a, b), 1e-13)
+            inverse = np.linalg.inv(x)
+            shards = [p for p in x.placements if isinstance(p, Shard)]
+            verdict.check(
+                [p for p in inverse.placements if isinstance(p, Shard)] == shards,
+                f"inv {label}: {inverse.placements}",
+            )
+
+
+def test_stack_sharded_along_stack_dim(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Each rank computes its own matrices: NumPy's bits, no messages, the stack's sharding."""
+    stack = np.stack([spd(4, seed=s) for s in range(5)])
+    rest = [Replicate()] * (mesh.ndim - 1)
+    x = dmesh.distribute(stack, mesh, [Shard(0), *rest])
+    with BitVerdict(comm) as verdict:
+        for func in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky,
+                     np.linalg.eigh, np.linalg.eigvalsh):  # fmt: skip
+            with debug.CommMode() as mode:
+                got = func(x)
+            verdict.check(mode.counts() == {}, f"{func.__name__} communicated {mode.counts()}")
+            first = got[0] if isinstance(got, tuple) else got
+            verdict.check(first.placements[0] == Shard(0), f"{func.__name__}: {first.placements}")
+            record(verdict, func.__name__, got, func(stack), 0.0)
+
+
+@pytest.fixture
+def blocked_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every sharded matrix above the threshold, panels of 2 columns."""
+    monkeypatch.setattr(blocked, "PANEL", 2)
+    with solvers.gather_threshold(0):
+        yield
+
+
+@pytest.mark.usefixtures("blocked_path")
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+def test_blocked_factorizations(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, dtype: Any) -> None:
+    """cholesky, inv, det, slogdet and solve (1-D and 2-D b) by the blocked algorithms."""
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    for n in (7, 3):  # 3 rows: empty row blocks at 4 ranks
+        s, g = spd(n, dtype), general(n, dtype)
+        b = RNG.standard_normal((n, 2)).astype(dtype)
+        with BitVerdict(comm) as verdict, np.errstate(all="ignore"):
+            for label, x in layouts(s, mesh):
+                record(verdict, f"cholesky {n} {label}", np.linalg.cholesky(x),
+                       np.linalg.cholesky(s), rtol)  # fmt: skip
+                got = np.linalg.cholesky(x, upper=True)
+                record(verdict, f"upper {label}", got, np.linalg.cholesky(s, upper=True), rtol)
+            for label, x in layouts(g, mesh):
+                record(verdict, f"inv {n} {label}", np.linalg.inv(x), np.linalg.inv(g), rtol)
+                record(verdict, f"det {n} {label}", np.linalg.det(x), np.linalg.det(g), rtol)
+                got = np.linalg.slogdet(x)
+                record(verdict, f"slogdet {n} {label}", got, np.linalg.slogdet(g), rtol)
+                for b_label, y in list(layouts(b, mesh))[::3]:  # a few: each one is slow
+                    want = np.linalg.solve(g, b)
+                    record(verdict, f"solve {label} {b_label}", np.linalg.solve(x, y), want, rtol)
+                y = dmesh.distribute(b[:, 0].copy(), mesh, [Shard(0)] * mesh.ndim)
+                record(verdict, f"solve 1-D {label}", np.linalg.solve(x, y),
+                       np.linalg.solve(g, b[:, 0]), rtol)  # fmt: skip
+
+
+@pytest.mark.usefixtures("blocked_path")
+def test_blocked_special_matrices(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Integers (float64 results), a permutation (pivots across blocks), negative
+    determinants, a singular matrix (det 0, slogdet (0, -inf), inv/solve raise)."""
+    rows = [Shard(0)] * mesh.ndim
+    ints = np.array([[0, 2, 1, 0], [3, 0, 0, 1], [0, 0, 0, 5], [1, 1, 4, 0]])
+    perm = np.eye(6)[[5, 0, 4, 1, 3, 2]]
+    singular = np.arange(25.0).reshape(5, 5)
+    with BitVerdict(comm) as verdict:
+        for m in (ints, perm, -perm):
+            x = dmesh.distribute(m, mesh, rows)
+            record(verdict, "det", np.linalg.det(x), np.linalg.det(m), 1e-12)
+            record(verdict, "slogdet", np.linalg.slogdet(x), np.linalg.slogdet(m), 1e-12)
+            record(verdict, "inv", np.linalg.inv(x), np.linalg.inv(m), 1e-12)
+        x = dmesh.distribute(singular, mesh, rows)
+        verdict.equal(np.linalg.det(x).full_array(), 0.0)
+        sign, log = np.linalg.slogdet(x)
+        verdict.equal(sign.full_array(), 0.0)
+        verdict.equal(log.full_array(), -np.inf)
+    assert_raises_all(comm, np.linalg.LinAlgError, np.linalg.inv, x, match="Singular")
+    y = dmesh.distribute(np.ones(5), mesh, rows)
+    assert_raises_all(comm, np.linalg.LinAlgError, np.linalg.solve, x, y, match="Singular")
+    not_pd = dmesh.distribute(-spd(5), mesh, rows)
+    assert_raises_all(comm, np.linalg.LinAlgError, np.linalg.cholesky, not_pd)
+
+
+@pytest.mark.usefixtures("blocked_path")
+def test_above_threshold_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """No blocked algorithm: UnsupportedError naming the threshold, on every rank."""
+    rows = [Shard(0)] * mesh.ndim
+    x = dmesh.distribute(spd(5), mesh, rows)
+    for func in (np.linalg.eigh, np.linalg.eig, np.linalg.pinv, np.linalg.eigvalsh):
+        assert_raises_all(comm, UnsupportedError, func, x, match="gather threshold")
+    stack = dmesh.distribute(np.stack([spd(4), spd(4)]), mesh, [Shard(1)] * mesh.ndim)
+    assert_raises_all(comm, UnsupportedError, np.linalg.inv, stack, match="stack")
+    b3 = dmesh.distribute(np.ones((2, 5, 1)), mesh, [Replicate()] * mesh.ndim)
+    assert_raises_all(comm, UnsupportedError, np.linalg.solve, x, b3, match="DArray b")
+    wide = dmesh.distribute(np.ones((4, 6)), mesh, rows)
+    assert_raises_all(comm, np.linalg.LinAlgError, np.linalg.det, wide, match="square")
+    y = dmesh.distribute(np.ones(4), mesh, rows)
+    assert_raises_all(comm, Exception, np.linalg.solve, x, y)
+
+
+def test_threshold_setter(comm: MPI.Intracomm) -> None:
+    old = solvers.set_gather_threshold(10)
+    try:
+        assert solvers.GATHER_THRESHOLD == 10
+        with solvers.gather_threshold(0):
+            assert solvers.GATHER_THRESHOLD == 0
+        assert solvers.GATHER_THRESHOLD == 10
+    finally:
+        solvers.set_gather_threshold(old)
+    assert_raises_all(comm, Exception, solvers.set_gather_threshold, -1)
