@@ -12,14 +12,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-# Operand shapes of each product gufunc: loop dims right-aligned, i/j/k drawn (0 to 4).
+# Operand shapes of each product gufunc: loop dims right-aligned, i/j/k/l drawn (0 to 4),
+# o of length 1 (broadcast against the other operand's loop dim).
 _SHAPES: dict[str, list[tuple[str, str]]] = {
-    "vecdot": [("j", "j"), ("ij", "ij"), ("ij", "j"), ("j", "kij"), ("kij", "kij")],
+    "vecdot": [("j", "j"), ("ij", "ij"), ("ij", "j"), ("j", "kij"), ("kij", "kij"), ("oij", "kij")],
     "linalg_vecdot": [("j", "j"), ("ij", "ij"), ("kij", "ij")],
-    "matvec": [("ij", "j"), ("kij", "j"), ("kij", "kj"), ("ij", "kj")],
+    "matvec": [("ij", "j"), ("kij", "j"), ("kij", "kj"), ("ij", "kj"), ("oij", "kj")],
     "vecmat": [("j", "jk"), ("ij", "jk"), ("ij", "ijk"), ("j", "ijk")],
     "linalg_matmul": [("ij", "jk"), ("j", "jk"), ("ij", "j"), ("lij", "jk"), ("lij", "ljk"),
-                      ("ij", "ljk"), ("lij", "j")],
+                      ("ij", "ljk"), ("lij", "j"), ("oij", "ljk")],
 }  # fmt: skip
 
 
@@ -28,7 +29,7 @@ def _gufunc_case(draw: Any, func: Any, name: str) -> Any:
     from rule_cases import array, dtypes  # rule_cases imports this module: import late
 
     dtype = draw(dtypes("?lfdD"))
-    sizes = {c: draw(st.integers(0, 4)) for c in "ijkl"}
+    sizes = {c: draw(st.integers(0, 4)) for c in "ijkl"} | {"o": 1}
     first, second = draw(st.sampled_from(_SHAPES[name]))
     a = draw(array(dtype, tuple(sizes[c] for c in first)))
     b = draw(array(dtype, tuple(sizes[c] for c in second)))

@@ -224,7 +224,12 @@ def test_errors_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     shard = [Shard(0)] + [Replicate()] * (mesh.ndim - 1)
     t = dmesh.distribute(values((4, 3, 3)), mesh, shard)
     one = dmesh.distribute(values((1, 3, 3)), mesh, [Replicate()] * mesh.ndim)
-    assert_raises_all(comm, UnsupportedError, np.matmul, t, one, match="length 1")
+    with BitVerdict(comm) as verdict:  # a loop dim of length 1 is broadcast, as in NumPy
+        t_np, one_np = values((4, 3, 3)), values((1, 3, 3))
+        compare(verdict, "broadcast matmul", np.matmul(t, one), t_np @ one_np)
+        compare(verdict, "broadcast matmul'", np.matmul(one, t), one_np @ t_np)
+        compare(verdict, "broadcast vecdot", np.vecdot(t, one), np.vecdot(t_np, one_np))
+        compare(verdict, "broadcast matvec", np.matvec(one, t[:, 0]), np.matvec(one_np, t_np[:, 0]))
     assert_raises_all(comm, UnsupportedError, np.vecdot, t, t, keepdims=True)
     assert_raises_all(comm, ValueError, np.cross, t, t[:, :, :1], match="dimension must be 2 or 3")
     assert_raises_all(comm, ValueError, np.matvec, t, t[0, 0, 0])

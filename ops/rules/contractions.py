@@ -57,6 +57,7 @@ from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, register
 
 __all__ = [
+    "broadcast_loops",
     "call_dims",
     "call_rows",
     "call_shape",
@@ -69,7 +70,6 @@ __all__ = [
     "ndim_of",
     "parse_binary",
     "parse_subscripts",
-    "refuse_broadcast",
     "shape_of",
     "take_diagonal",
 ]  # fmt: skip
@@ -298,26 +298,28 @@ def gufunc_subscripts(
     return inputs, batch + out
 
 
-def refuse_broadcast(
-    name: str, inputs: tuple[str, ...], shapes: tuple[tuple[int, ...], ...], cores: str
-) -> None:
-    """An ``UnsupportedError`` for a loop dim of length 1 against a longer one (on every rank).
+def broadcast_loops(operands: list[Any], inputs: tuple[str, ...], cores: str) -> list[Any]:
+    """The operands with each loop dim of length 1 broadcast to the other operands' length.
 
-    The einsum rows need each index to have one length; NumPy would
-    broadcast the length-1 dim. Indices in ``cores`` are not loop dims, and
-    lengths that differ otherwise are left to :func:`einsum_shape` (NumPy's error).
+    The einsum rows need each index to have one length; NumPy broadcasts a
+    loop dim of length 1 (``(1, n, k) @ (5, k, m)``), so such an operand is
+    ``np.broadcast_to`` the common length first (a DArray's stays a view of
+    its blocks). Indices in ``cores`` are not loop dims; lengths that differ
+    otherwise are left to :func:`einsum_shape` (NumPy's error).
     """
-    sizes: dict[str, set[int]] = {}
-    for term, shape in zip(inputs, shapes):
-        for c, n in zip(term, shape):
-            sizes.setdefault(c, set()).add(n)
-    for c, lengths in sizes.items():
-        if c not in cores and len(lengths) > 1 and 1 in lengths:
-            raise UnsupportedError(
-                f"np.{name} on DArrays: broadcasting a stack dim of length 1 against one of "
-                f"length {max(lengths)} is not supported (shapes {list(shapes)}); give both "
-                "operands the same stack dims, e.g. with np.broadcast_to"
-            )
+    sizes: dict[str, int] = {}
+    for term, x in zip(inputs, operands):
+        for c, n in zip(term, shape_of(x)):
+            if c not in cores and n != 1:
+                sizes.setdefault(c, n)
+    out = []
+    for term, x in zip(inputs, operands):
+        shape = shape_of(x)
+        target = tuple(
+            sizes.get(c, n) if n == 1 and c not in cores else n for c, n in zip(term, shape)
+        )
+        out.append(x if target == shape else np.broadcast_to(x, target))
+    return out
 
 
 def parse_binary(name: str) -> Any:
@@ -327,8 +329,8 @@ def parse_binary(name: str) -> Any:
         if len(args) != 2 or kwargs:
             raise UnsupportedError(f"np.{name} on DArrays takes two operands and no keywords")
         inputs, output = _subscripts_for(name, (ndim_of(args[0]), ndim_of(args[1])))
-        refuse_broadcast(name, inputs, (shape_of(args[0]), shape_of(args[1])), "izk")
-        return checked(list(args), inputs, output), (inputs, output)
+        operands = broadcast_loops(list(args), inputs, "izk")
+        return checked(operands, inputs, output), (inputs, output)
 
     return parse
 

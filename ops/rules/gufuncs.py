@@ -9,10 +9,10 @@ result. Each rank calls the gufunc itself on its blocks: ``vecdot`` and
 ``vecmat`` conjugate their vector, which is linear, so the terms of a
 contraction-sharded call still add up to NumPy's sum.
 
-Loop dims of length 1 against longer ones (NumPy broadcasts them) raise
-``UnsupportedError``. ``np.vecdot(..., axis=k)`` and ``np.linalg.vecdot``'s
-``axis=`` move that axis last first (a view-like transpose); other keywords
-(``axes=``, ``keepdims=``, ``dtype=``...) are refused.
+Loop dims of length 1 against longer ones are broadcast first
+(``np.broadcast_to``), as NumPy broadcasts them. ``np.vecdot(..., axis=k)``
+and ``np.linalg.vecdot``'s ``axis=`` move that axis last first (a transpose);
+other keywords (``axes=``, ``keepdims=``, ``dtype=``...) are refused.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dmesh.collectives.blocks import normalize_axis
 from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
 from dmesh.ops.registry import register
 from dmesh.ops.rules.contractions import (
+    broadcast_loops,
     call_dims,
     call_rows,
     call_shape,
@@ -33,8 +34,6 @@ from dmesh.ops.rules.contractions import (
     gufunc_subscripts,
     ndim_of,
     parse_binary,
-    refuse_broadcast,
-    shape_of,
 )
 
 __all__ = ["GUFUNCS"]
@@ -79,7 +78,7 @@ def _parse(name: str) -> Any:
                 f"{name}: Input operand {ndims.index(0)} does not have enough dimensions"
             )
         inputs, output = gufunc_subscripts(cores, out_core, ndims)
-        refuse_broadcast(name, inputs, tuple(shape_of(x) for x in operands), "izk")
+        operands = broadcast_loops(operands, inputs, "izk")
         return checked(operands, inputs, output), (inputs, output)
 
     return parse
