@@ -24,7 +24,13 @@ from dmesh.core.placement import shorts
 from dmesh.darray import DArray
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
-from dmesh.ops.registry import Rule, decomposition_for, keyword_form_for, rule_for
+from dmesh.ops.registry import (
+    Rule,
+    decomposition_for,
+    keyword_form_for,
+    rule_for,
+    special_form_for,
+)
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
 from dmesh.ops.ufunc_keywords import into, masked
@@ -167,6 +173,11 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
     impl = decomposition_for(func)
     if impl is not None:
         return impl(*args, **kwargs)
+    special = special_form_for(func)
+    if special is not None:  # a call its rule does not take (np.where(c) alone)
+        result = special(*args, **kwargs)
+        if result is not NotImplemented:
+            return result
     rule = rule_for(func)
     if rule is None and implementation_of(func) is not None:
         return run_implementation(func, args, kwargs)  # NumPy's code, DArrays flowing through

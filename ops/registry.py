@@ -193,3 +193,32 @@ def keyword_form_for(func: Any, kwargs: dict[str, Any]) -> Callable[..., Any] | 
     if entry is None or entry[0].isdisjoint(kwargs):
         return None
     return entry[1]
+
+
+_special_forms: dict[Any, Callable[..., Any]] = {}
+
+
+def special_form(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``impl(*args, **kwargs)`` for calls of ``funcs`` that their rule does not take.
+
+    ``impl`` returns ``NotImplemented`` to leave a call to the rule
+    (``np.where(c)`` with one argument is ``np.nonzero(c)``; with three it is
+    the rule's). Consulted only when the call is not in the dispatch cache, so
+    calls the rule takes keep their speed.
+    """
+
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for func in funcs:
+            if func in _special_forms:
+                raise ArgumentError(
+                    f"special_form: {getattr(func, '__name__', func)!r} already has one"
+                )
+            _special_forms[func] = impl
+        return impl
+
+    return decorate
+
+
+def special_form_for(func: Any) -> Callable[..., Any] | None:
+    """The special form of ``func``, or None."""
+    return _special_forms.get(func)

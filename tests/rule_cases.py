@@ -156,6 +156,11 @@ def elementwise_function_case(draw: Any, func: Any) -> Case:
     if func is np.clip:
         low = draw(values(np.dtype(dtype)))
         high = draw(array(dtype, shape)) if draw(st.booleans()) else draw(values(np.dtype(dtype)))
+        open_side = draw(st.sampled_from(["neither", "low", "high"]))  # a None bound: open
+        if open_side == "low":
+            return (a, None, high), {}, None
+        if open_side == "high":
+            return (a, low, None), {}, None
         return (a, low, high), {}, None
     if func is np.isclose:
         b = draw(array(dtype, shape))

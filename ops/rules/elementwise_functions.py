@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import UnsupportedError
-from dmesh.ops.registry import Call, decompose, register
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.ops.registry import Call, decompose, register, special_form
 from dmesh.ops.rules.elementwise import broadcast_shape, elementwise_rows
 
 # function -> names of its array operands (the other arguments are static)
@@ -47,9 +47,11 @@ def _parse_for(func: Callable[..., Any]) -> Callable[..., Any]:
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
         bound = signature.bind(*args, **kwargs)
         if func is np.where and len(bound.arguments) != 3:
-            raise UnsupportedError("np.where(condition) without x and y is not supported yet")
+            raise ArgumentError("np.where takes a condition alone, or a condition, x and y")
         if "out" in bound.arguments:
             raise UnsupportedError(f"np.{func.__name__}(..., out=) on DArrays is not supported yet")
+        if func is np.clip:
+            return _parse_clip(bound.arguments)
         values = [bound.arguments[name] for name in operands if name in bound.arguments]
         # The other arguments (rtol, nan=...) are scalars: hashable, so they key the cache.
         static = tuple((k, v) for k, v in bound.arguments.items() if k not in operands)
@@ -58,8 +60,39 @@ def _parse_for(func: Callable[..., Any]) -> Callable[..., Any]:
     return parse
 
 
+def _parse_clip(arguments: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+    """``np.clip``'s bounds, given positionally or as ``min=``/``max=`` (NumPy 2.1); a
+    ``None`` bound is no operand but a static argument (NumPy leaves that side open)."""
+    extra = dict(arguments.pop("kwargs", {}))
+    lower = arguments.get("min", arguments.get("a_min", np._NoValue))
+    upper = arguments.get("max", arguments.get("a_max", np._NoValue))
+    if extra:
+        raise ArgumentError(f"np.clip on DArrays: unexpected keywords {sorted(extra)}")
+    if (lower is np._NoValue) != (upper is np._NoValue) and "a_min" in arguments:
+        raise ArgumentError("np.clip: a_min given without a_max (give both, or min=/max=)")
+    # As NumPy: a bound not given (min=/max= alone, or neither) is left open.
+    named = {"a": arguments["a"], "a_min": lower, "a_max": upper}
+    named = {k: None if v is np._NoValue else v for k, v in named.items()}
+    names = tuple(k for k, v in named.items() if v is not None)
+    return [named[k] for k in names], (("_operands", names),)
+
+
 def _run(func: Any, blocks: list[Any], call: Call) -> Any:
-    return func(*blocks, **dict(call.static))
+    static = dict(call.static)
+    names = static.pop("_operands", None)
+    if names is not None:  # np.clip: operands by name, a None bound left open
+        given = dict(zip(names, blocks))
+        return func(given["a"], given.get("a_min"), given.get("a_max"))
+    return func(*blocks, **static)
+
+
+@special_form(np.where)
+def where_condition_alone(condition: Any, *rest: Any) -> Any:
+    """``np.where(condition)`` alone is ``np.nonzero(condition)``: global indices as 1-D
+    DArrays (collective); with ``x`` and ``y`` the elementwise rule takes it."""
+    if rest:
+        return NotImplemented
+    return np.nonzero(condition)
 
 
 for _func in OPERANDS:
