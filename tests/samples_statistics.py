@@ -60,3 +60,11 @@ SAMPLES[np.ptp] = [((_M,), {}), ((_M,), {"axis": 0, "keepdims": True})]
 SAMPLES[np.cov] = [((_M,), {}), ((_M,), {"rowvar": False, "bias": True})]
 SAMPLES[np.corrcoef] = [((_M,), {}), ((_M,), {"rowvar": False})]
 HOSTILE[np.ptp] = [((_HM,), {"axis": 1}), ((np.array([-(2**62), 2**62]),), {})]
+
+# Scans: a local scan and the block totals before; no axis flattens in C order.
+SAMPLES[np.nancumsum] = [((_M,), {}), ((_M,), {"axis": 0})]
+SAMPLES[np.nancumprod] = [((_M,), {"axis": 1}), ((_V,), {})]
+SAMPLES[np.cumulative_sum] = [((_V,), {"include_initial": True}), ((_M,), {"axis": 0})]
+SAMPLES[np.cumulative_prod] = [((_V,), {}), ((_M,), {"axis": 1, "include_initial": True})]
+HOSTILE[np.nancumsum] = [((_HM,), {"axis": 0}), ((_H,), {})]
+HOSTILE[np.nancumprod] = [((_HM,), {"axis": 1})]

@@ -1,12 +1,14 @@
-"""``cumsum``/``cumprod`` and ``ufunc.accumulate`` along a sharded axis: a local scan
-plus an exclusive scan of block totals; and ``diff`` as slices and a subtraction.
+"""``cumsum``/``cumprod`` (their nan forms, ``cumulative_sum``/``cumulative_prod``) and
+``ufunc.accumulate`` along a sharded axis: a local scan plus an exclusive scan of block
+totals; and ``diff`` as slices and a subtraction.
 
 Each rank scans its block; the last slice of that scan is its block total.
 The ranks of the mesh dims that shard the axis all-gather the totals (the
 size of one slice, not of the block), in block order, and each rank combines
 the totals of the blocks before its own into every element of its scan. The
 layout does not change. Float results can differ from NumPy's sequential
-scan in the last bits (the sums are grouped differently).
+scan in the last bits (the sums are grouped differently). Without an axis an
+N-D array is flattened first (``np.ravel``, C order), as NumPy does.
 """
 
 from __future__ import annotations
@@ -42,12 +44,9 @@ def _scan(
     total of the blocks before (one all-gather of block totals)."""
     if out is not None:
         raise UnsupportedError(f"np.{name}(..., out=) on DArrays is not supported yet")
-    if axis is None:
+    if axis is None:  # NumPy scans the flattened array, in C order
         if a.ndim != 1:
-            raise UnsupportedError(
-                f"np.{name}(axis=None) of a {a.ndim}-d DArray flattens it, which is not "
-                "supported yet; give an axis"
-            )
+            a = np.ravel(a)
         axis = 0
     axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
@@ -86,6 +85,62 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> DAr
     """``np.cumprod`` on a DArray (collective when the axis is sharded)."""
     scan = lambda b, ax: np.cumprod(b, axis=ax, dtype=dtype)  # noqa: E731
     return _scan(a, axis, out, np.multiply, scan, "cumprod")
+
+
+def _nan_replaced(a: Any, value: int) -> Any:
+    """``a`` with its NaNs replaced by ``value`` (NumPy's ``_replace_nan``): floats and complex."""
+    if a.dtype.kind not in "fc":
+        return a
+    return np.where(np.isnan(a), value, a)
+
+
+@decompose(np.nancumsum)
+def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.nancumsum``: the cumulative sum with NaNs counted as zero."""
+    return cumsum(_nan_replaced(a, 0), axis, dtype, out)
+
+
+@decompose(np.nancumprod)
+def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.nancumprod``: the cumulative product with NaNs counted as one."""
+    return cumprod(_nan_replaced(a, 1), axis, dtype, out)
+
+
+def _cumulative(x: Any, ufunc: np.ufunc, axis: Any, dtype: Any, out: Any,
+                include_initial: bool, name: str) -> Any:  # fmt: skip
+    """NumPy's ``_cumulative_func``: the scan, then the identity in front if asked."""
+    if out is not None:
+        raise UnsupportedError(f"np.{name}(..., out=) on DArrays is not supported yet")
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if axis is None:
+        if x.ndim >= 2:
+            raise ArgumentError(
+                "For arrays which have more than one dimension ``axis`` argument is required."
+            )
+        axis = 0
+    scan = lambda b, ax: ufunc.accumulate(b, axis=ax, dtype=dtype)  # noqa: E731
+    result = _scan(x, axis, None, ufunc, scan, name)
+    if not include_initial:
+        return result
+    shape = list(result.shape)
+    shape[int(axis) % result.ndim] = 1
+    initial = np.full_like(result, ufunc.identity, shape=shape)
+    return np.concatenate([initial, result], axis=axis)
+
+
+@decompose(np.cumulative_sum)
+def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+                   include_initial: bool = False) -> Any:  # fmt: skip
+    """``np.cumulative_sum`` (NumPy 2.1): ``axis`` needed above 1-D; ``include_initial``."""
+    return _cumulative(x, np.add, axis, dtype, out, include_initial, "cumulative_sum")
+
+
+@decompose(np.cumulative_prod)
+def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+                    include_initial: bool = False) -> Any:  # fmt: skip
+    """``np.cumulative_prod`` (NumPy 2.1): ``axis`` needed above 1-D; ``include_initial``."""
+    return _cumulative(x, np.multiply, axis, dtype, out, include_initial, "cumulative_prod")
 
 
 def _accumulate_for(ufunc: np.ufunc) -> Callable[..., DArray]:
