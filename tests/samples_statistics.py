@@ -68,3 +68,8 @@ SAMPLES[np.cumulative_sum] = [((_V,), {"include_initial": True}), ((_M,), {"axis
 SAMPLES[np.cumulative_prod] = [((_V,), {}), ((_M,), {"axis": 1, "include_initial": True})]
 HOSTILE[np.nancumsum] = [((_HM,), {"axis": 0}), ((_H,), {})]
 HOSTILE[np.nancumprod] = [((_HM,), {"axis": 1})]
+
+# nanargmax/nanargmin: NaNs as -inf/+inf, then the distributed argmax/argmin.
+for _key in (np.nanargmax, np.nanargmin):
+    SAMPLES[_key] = [((_V,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": 1, "keepdims": True})]
+    HOSTILE[_key] = [((_H,), {}), ((_HM,), {"axis": 1})]

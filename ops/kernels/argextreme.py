@@ -28,9 +28,9 @@ _FAR = np.iinfo(np.int64).max  # the index of a candidate that does not exist
 
 def _best(values: Any, indices: Any, find_max: bool) -> tuple[Any, Any]:
     """Along axis 0: the best value (max or min, first NaN wins) and its smallest index."""
-    if values.dtype.kind == "f":
+    if values.dtype.kind in "fc":  # complex: NaN in either part; ordered lexicographically
         nan = np.isnan(values)
-        filled = np.where(nan, -np.inf if find_max else np.inf, values)
+        filled = np.where(nan, _sentinel(values.dtype, find_max), values)
     else:
         nan = np.zeros(values.shape, dtype=bool)
         filled = values
@@ -41,14 +41,14 @@ def _best(values: Any, indices: Any, find_max: bool) -> tuple[Any, Any]:
     return value, index
 
 
-def _extreme(a: Any, axis: Any, keepdims: bool, find_max: bool, name: str) -> Any:
-    if a.dtype.kind == "c":
-        raise UnsupportedError(f"np.{name} of complex DArrays is not supported yet")
+def _extreme(
+    a: Any, axis: Any, keepdims: bool, find_max: bool, name: str, values: bool = False
+) -> Any:
     a = a.reduce_partials()
     if axis is None:
         if a.size == 0:
             raise ArgumentError(f"attempt to get {name} of an empty sequence")
-        return _along(a, None, keepdims, find_max)
+        return _along(a, None, keepdims, find_max, values)
     axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
         raise ArgumentError(
@@ -57,10 +57,12 @@ def _extreme(a: Any, axis: Any, keepdims: bool, find_max: bool, name: str) -> An
     axis %= a.ndim
     if a.shape[axis] == 0:
         raise ArgumentError(f"attempt to get {name} of an empty sequence")
-    return _along(a, axis, keepdims, find_max)
+    return _along(a, axis, keepdims, find_max, values)
 
 
-def _along(a: DArray, axis: int | None, keepdims: bool, find_max: bool) -> DArray:
+def _along(
+    a: DArray, axis: int | None, keepdims: bool, find_max: bool, want_values: bool = False
+) -> DArray:
     layout = a.spec.layout
     mesh = a.mesh
     reduced = tuple(range(a.ndim)) if axis is None else (axis,)
@@ -77,15 +79,18 @@ def _along(a: DArray, axis: int | None, keepdims: bool, find_max: bool) -> DArra
         else:
             placements.append(Replicate())
     result = Layout(layout.mesh_shape, tuple(placements), out_shape, tuple(bounds))
-    spec = DArraySpec(mesh, result, np.dtype(np.intp))
+    dtype = a.dtype if want_values else np.dtype(np.intp)
+    spec = DArraySpec(mesh, result, dtype)
     if mesh.coordinate is None:
-        return DArray(np.empty(spec.local_shape(), np.intp), spec)
+        return DArray(np.empty(spec.local_shape(), dtype), spec)
     values, indices = _local_candidates(a, axis, find_max)
     for m in sorted({m for d in reduced for m in sharding_mesh_dims(layout.placements, d)}):
         comm = mesh.comm(m)
         stacked_v = coll.all_gather(values[None], 0, comm)
         stacked_i = coll.all_gather(indices[None], 0, comm)
         values, indices = _best(stacked_v, stacked_i, find_max)
+    if want_values:
+        return DArray(np.asarray(values, dtype=dtype).reshape(spec.local_shape()), spec)
     if keepdims:
         indices = np.expand_dims(indices, reduced)
     return DArray(np.asarray(indices, dtype=np.intp).reshape(spec.local_shape()), spec)
@@ -114,12 +119,47 @@ def _local_candidates(a: DArray, axis: int | None, find_max: bool) -> tuple[Any,
 
 def _sentinel(dtype: np.dtype, find_max: bool) -> Any:
     """A value no real candidate loses to (ties go to the smaller, real, index)."""
+    if dtype.kind == "c":  # lexicographic: below (or above) every number with both parts
+        return complex(-np.inf, -np.inf) if find_max else complex(np.inf, np.inf)
     if dtype.kind == "f":
         return -np.inf if find_max else np.inf
     if dtype.kind == "b":
         return not find_max
     info = np.iinfo(dtype)
     return info.min if find_max else info.max
+
+
+def extreme_values(a: Any, axis: Any = None, keepdims: bool = False, find_max: bool = True) -> Any:
+    """``np.max``/``np.min`` by the same candidates: for complex data, which NumPy orders
+    lexicographically (real part, then imaginary) and which MPI cannot reduce; the first NaN
+    wins, as in NumPy. ``axis`` is None or one int."""
+    name = "max" if find_max else "min"
+    return _extreme(a, axis, keepdims, find_max, name, values=True)
+
+
+@decompose(np.nanargmax)
+def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+    """``np.nanargmax``: NaNs ignored; an all-NaN slice raises on every rank, as NumPy."""
+    return _nan_arg(a, axis, out, keepdims, True)
+
+
+@decompose(np.nanargmin)
+def nanargmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+    """``np.nanargmin``: NaNs ignored; an all-NaN slice raises on every rank, as NumPy."""
+    return _nan_arg(a, axis, out, keepdims, False)
+
+
+def _nan_arg(a: Any, axis: Any, out: Any, keepdims: Any, find_max: bool) -> Any:
+    """NumPy's: NaNs replaced by -inf (+inf), refused where a whole slice is NaN."""
+    keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    if a.dtype.kind in "fc":
+        nan = np.isnan(a)
+        if a.size and bool(np.any(np.all(nan, axis=axis))):
+            raise ArgumentError("All-NaN slice encountered")
+        a = np.where(nan, -np.inf if find_max else np.inf, a)
+    if find_max:
+        return argmax(a, axis, out, keepdims=keepdims)
+    return argmin(a, axis, out, keepdims=keepdims)
 
 
 @decompose(np.argmax)
