@@ -1,13 +1,22 @@
 """Views that change the shape: ``reshape``/``ravel``, ``squeeze``, ``expand_dims``.
 
-Usually no data moves. A sharded dim stays sharded when its blocks stay contiguous in
-the new shape: the dims before it are unchanged and it is merged with the
-dims after it (``(n, m) -> (n * m,)``: a block of rows ``[s, t)`` becomes
-elements ``[s * m, t * m)``), or only the dims after it change, or it is
-split into ``(n, m)`` and its boundaries are multiples of ``m``. Other
-reshapes of sharded dims would need a redistribution first; they raise and
-say so. Replicated and partial values reshape block by block (reshaping is
-linear).
+Usually no data moves. A sharded dim ``d`` stays sharded, as new dim ``e``,
+when its blocks are contiguous in the new shape: the dims before ``d`` hold as
+many elements as the dims before ``e`` (so an element's index over those dims
+is the same in both shapes), and every boundary ``b`` of ``d`` falls on a
+whole row of ``e`` (``b * prod(old[d+1:])`` a multiple of ``prod(new[e+1:])``:
+``(n, m) -> (n * m,)``, ``(n * m,) -> (n, m)`` with boundaries multiples of
+``m``, ``(6, 4) -> (4, 6)`` with boundaries at rows 0, 3, 6). Length-1 dims
+anywhere change nothing.
+
+Other reshapes move only what must move, never the whole array: the sharded
+mesh dims first shard the leading dim (rows whole; an all-to-all), and if the
+row boundaries still do not fall on the new shape's rows, the array is seen
+as a flat 1-D array (a view), its boundaries are moved to the nearest
+multiples of the new row length (only the elements between an old and a new
+boundary travel: one transfer), and that is seen in the new shape. Partial
+values stay partial (reshaping is linear: each term moves with its block).
+The one replicated result is a one-element array reshaped to 0-d.
 """
 
 from __future__ import annotations
@@ -19,116 +28,169 @@ from typing import Any
 import numpy as np
 
 from dmesh.collectives.blocks import resolve_shape
+from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from dmesh.core.layout import Layout
+from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
 
+# old sharded dim -> (new dim, old row length, new row length), or None: not contiguous
+DimMap = dict[int, tuple[int, int, int] | None]
+
 
 def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
-    """``a`` in ``shape``: a view where the blocks allow, else redistributed first.
-
-    A sharded dim whose blocks would not stay contiguous is first moved to
-    ``Shard(0)`` (an all-to-all), and if even that does not fit the new
-    shape, to ``Replicate()`` along that mesh dim (an all-gather).
-    """
-    for fallback in (None, "first", "replicate"):
-        moved = _moved_for(a, shape, fallback)
-        if moved is not None:
-            return _view(moved, shape)
-    raise AssertionError("unreachable: a replicated array always reshapes")  # pragma: no cover
-
-
-def _moved_for(a: DArray, shape: tuple[int, ...], fallback: str | None) -> DArray | None:
-    placements = list(a.placements)
-    changed = False
-    for m, p in enumerate(placements):
-        if isinstance(p, Shard) and _placed(a, shape, p.dim) is None:
-            if fallback is None:
-                return None
-            placements[m] = Shard(0) if fallback == "first" and a.ndim else Replicate()
-            changed = True
-    if not changed:
-        return a
-    moved = a.redistribute(a.mesh, placements)
-    if fallback == "first" and any(
-        isinstance(p, Shard) and _placed(moved, shape, p.dim) is None for p in moved.placements
-    ):
-        return None
-    return moved
-
-
-def _view(a: DArray, shape: tuple[int, ...]) -> DArray:
+    """``a`` in ``shape``: a view where the blocks allow, else the fewest elements moved first."""
     layout = a.spec.layout
-    old = a.shape
+    if a.size == 0:
+        return _empty(a, shape)
+    mapping = _mapping(layout, shape)
+    if None not in mapping.values():
+        return _view(a, shape, mapping)
+    if not shape:  # one element to 0-d: the one small replicated result
+        return _view(_placed_as(a, None, _sharding(a)), shape, {})
+    lead = _lead(a.shape)
+    sharding = _sharding(a)
+    dims = {p.dim for p in layout.placements if isinstance(p, Shard)}
+    if len(dims) == 1 and math.prod(a.shape[: min(dims)]) > a.shape[lead]:
+        # One sharded dim d after several long ones: seen as (prod(old[:d]),
+        # old[d], rest) (a view), its rows are finer than the leading dim's.
+        d = dims.pop()
+        mid = (math.prod(a.shape[:d]), a.shape[d], math.prod(a.shape[d + 1 :]))
+        return _reshaped(_view(a, mid, _mapping(layout, mid)), shape)
+    # Fewer rows than blocks along the leading dim would leave blocks empty: go
+    # straight to the re-cut, which then balances the new rows.
+    coarse = a.shape[lead] < math.prod(a.mesh.shape[m] for m in sharding)
+    # Only the mesh dims whose blocks break first shard the leading dim, when
+    # that is enough (decided from the layouts alone, so every rank agrees).
+    broken = {m for m, p in enumerate(layout.placements) if isinstance(p, Shard)
+              and mapping[p.dim] is None}  # fmt: skip
+    for mesh_dims in () if coarse else (broken, sharding):
+        rows = _rows_layout(a, lead, mesh_dims)
+        rows_mapping = _mapping(rows, shape)
+        if None not in rows_mapping.values():
+            return _view(a.with_layout(rows), shape, rows_mapping)
+    return _recut(a.with_layout(_rows_layout(a, lead, sharding)), lead, shape, balance=coarse)
+
+
+def _sharding(a: DArray) -> set[int]:
+    """The mesh dims that shard some dim of ``a``."""
+    return {m for m, p in enumerate(a.placements) if isinstance(p, Shard)}
+
+
+def _lead(shape: tuple[int, ...]) -> int:
+    """The first dim longer than 1: its blocks are contiguous in C order (0 if none)."""
+    return next((d for d, n in enumerate(shape) if n > 1), 0)
+
+
+def _rows_layout(a: DArray, lead: int, mesh_dims: set[int]) -> Layout:
+    """``a``'s layout with ``mesh_dims`` sharding ``lead`` (balanced where anything changes)."""
+    layout = a.spec.layout
+    placements = tuple(Shard(lead) if m in mesh_dims else p
+                       for m, p in enumerate(layout.placements))  # fmt: skip
+    if placements == layout.placements:
+        return layout  # already there: keep the boundaries, nothing moves
+    return Layout.balanced(layout.mesh_shape, placements, layout.shape)
+
+
+def _placed_as(a: DArray, dim: int | None, mesh_dims: set[int]) -> DArray:
+    """``a`` with ``mesh_dims`` sharding ``dim`` (or replicating, for None)."""
+    placements: list[Placement] = [
+        (Replicate() if dim is None else Shard(dim)) if m in mesh_dims else p
+        for m, p in enumerate(a.placements)
+    ]
+    return a.redistribute(a.mesh, placements)
+
+
+def _recut(a: DArray, lead: int, shape: tuple[int, ...], balance: bool) -> DArray:
+    """``a``, sharded along ``lead`` only, moved so that its blocks are whole rows of ``shape``.
+
+    Seen flat (a view), each boundary moves to the nearest multiple of the new
+    row length (or, with ``balance``, to the balanced boundaries of the new
+    rows); one transfer moves the elements between old and new boundaries,
+    and the flat blocks are seen in ``shape``. Collective.
+    """
+    layout = a.spec.layout
+    old_row = math.prod(a.shape[lead + 1 :])
+    new_lead = _lead(shape)
+    new_row = math.prod(shape[new_lead + 1 :])
+    cut = layout.bounds[lead]
+    assert cut is not None  # every sharding mesh dim shards ``lead``
+    flat_cut = tuple(b * old_row for b in cut)
+    flat = _view(a, (a.size,), {lead: (0, old_row, 1)})
+    if balance:
+        levels = tuple(layout.mesh_shape[m] for m in sharding_mesh_dims(layout.placements, lead))
+        moved = tuple(b * new_row for b in balanced_bounds(shape[new_lead], levels))
+    else:  # round half down, in integers: the same boundaries on every rank
+        moved = tuple((b + (new_row - 1) // 2) // new_row * new_row for b in flat_cut)
+    target = Layout(flat.spec.layout.mesh_shape, flat.placements, (a.size,), (moved,))
+    return _view(flat.with_layout(target), shape, {0: (new_lead, 1, new_row)})
+
+
+def _empty(a: DArray, shape: tuple[int, ...]) -> DArray:
+    """An empty array in ``shape``: no data, so the sharding mesh dims shard a length-0 dim."""
+    zero = next(d for d, n in enumerate(shape) if n == 0)
+    placements = tuple(Shard(zero) if isinstance(p, Shard) else p for p in a.placements)
+    layout = Layout.balanced(a.mesh.shape, placements, shape)
+    spec = DArraySpec(a.mesh, layout, a.dtype)
+    return DArray(array_module(a.local).empty(spec.local_shape(), a.dtype), spec)
+
+
+def _mapping(layout: Layout, new: tuple[int, ...]) -> DimMap:
+    """For each sharded dim of ``layout``: the new dim holding its blocks, and the row lengths.
+
+    Old dim ``d`` maps to new dim ``e`` when ``prod(old[:d]) == prod(new[:e])``
+    (the index over the dims before them is the same element count) and every
+    boundary ``b`` of ``d`` gives ``b * prod(old[d+1:])`` a multiple of
+    ``prod(new[e+1:])``. Of the dims ``e`` that qualify (they differ only by
+    length-1 dims), the last is taken: its rows are the shortest. A dim whose
+    ``e`` an earlier sharded dim already took maps to None. The array must not
+    be empty (``_empty`` handles that).
+    """
+    old = layout.shape
+    out: DimMap = {}
+    taken: set[int] = set()
+    for d, cut in enumerate(layout.bounds):
+        if cut is None:
+            continue
+        before = math.prod(old[:d])
+        old_row = math.prod(old[d + 1 :])
+        candidates = [e for e in range(len(new)) if math.prod(new[:e]) == before]
+        out[d] = None
+        if candidates and candidates[-1] not in taken:
+            e = candidates[-1]
+            new_row = math.prod(new[e + 1 :])
+            if all(b * old_row % new_row == 0 for b in cut):
+                out[d] = (e, old_row, new_row)
+                taken.add(e)
+    return out
+
+
+def _view(a: DArray, shape: tuple[int, ...], mapping: DimMap) -> DArray:
+    """``a`` seen in ``shape``, each sharded dim ``d`` becoming ``mapping[d]``'s new dim."""
+    layout = a.spec.layout
     placements: list[Placement] = list(layout.placements)
     bounds: list[Any] = [None] * len(shape)
-    for m, p in enumerate(layout.placements):
-        if not isinstance(p, Shard):
-            continue
-        d = p.dim
-        placed = _placed(a, shape, d)
-        if placed is None:  # pragma: no cover - _reshaped moved such dims away
-            raise AssertionError(f"reshape {old} -> {shape}: dim {d} cannot stay sharded")
-        e, scale = placed
+    for d, entry in mapping.items():
         cut = layout.bounds[d]
-        bounds[e] = tuple(scale(b) for b in cut) if cut is not None else None
-        placements[m] = Shard(e)
+        if entry is None or cut is None:  # pragma: no cover - callers map every sharded dim
+            raise AssertionError(f"reshape {layout.shape} -> {shape}: dim {d} cannot stay sharded")
+        e, old_row, new_row = entry
+        bounds[e] = tuple(b * old_row // new_row for b in cut)
+    for m, p in enumerate(layout.placements):
+        if isinstance(p, Shard):
+            entry = mapping[p.dim]
+            assert entry is not None
+            placements[m] = Shard(entry[0])
     result = Layout(layout.mesh_shape, tuple(placements), shape, tuple(bounds))
     spec = DArraySpec(a.mesh, result, a.dtype)
     return DArray(a.local.reshape(spec.local_shape()), spec)
 
 
-def _placed(a: DArray, new: tuple[int, ...], d: int) -> tuple[int, Any] | None:
-    """The new dim holding ``a``'s dim ``d`` blocks, and how a boundary maps to it.
-
-    Either ``d`` merged with whole trailing dims (:func:`_matching_dim`: a
-    boundary is multiplied), or ``d`` split into ``new[d : d + j]`` with the
-    later dims unchanged, when every boundary of ``d`` falls on a whole row of
-    the split (``(n * m,) -> (n, m)`` with boundaries multiples of ``m``: a
-    boundary is divided).
-    """
-    old = a.shape
-    e = _matching_dim(old, new, d)
-    if e is not None:
-        factor = math.prod(old[d + 1 :]) // math.prod(new[e + 1 :]) if old[d] else 1
-        return e, lambda b: b * factor
-    cut = a.spec.layout.bounds[d]
-    if new[:d] != old[:d] or cut is None:
-        return None
-    for j in range(2, len(new) - d + 1):
-        if math.prod(new[d : d + j]) == old[d] and new[d + j :] == old[d + 1 :]:
-            row = math.prod(new[d + 1 : d + j])
-            if row and all(b % row == 0 for b in cut):
-                return d, lambda b, row=row: b // row
-            return None
-    return None
-
-
-def _matching_dim(old: tuple[int, ...], new: tuple[int, ...], d: int) -> int | None:
-    """The new dim holding old dim ``d``'s blocks contiguously, if there is one.
-
-    Needs the dims before ``d`` unchanged (``new[:e] == old[:d]``) and the new
-    dim ``e`` to be ``d`` merged with whole trailing dims (``new[e]`` a
-    multiple of ``old[d]`` equal to the product of ``old[d : d + j]``).
-    """
-    for e in range(len(new)):
-        if new[:e] == old[:d]:
-            size = old[d]
-            for j in range(d + 1, len(old) + 1):
-                if size == new[e]:
-                    return e
-                if j < len(old):
-                    size *= old[j]
-            return None
-    return None
-
-
 @decompose(np.reshape)
 def reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> DArray:
-    """``np.reshape`` of a DArray (C order), a view of each block."""
+    """``np.reshape`` of a DArray (C order): a view of each block where the blocks allow."""
     shape = kwargs.pop("newshape", shape)
     if order != "C" or kwargs:
         raise UnsupportedError("np.reshape on DArrays supports C order only")
@@ -145,7 +207,7 @@ def ravel(a: Any, order: str = "C") -> DArray:
 
 @decompose(np.squeeze)
 def squeeze(a: Any, axis: Any = None) -> DArray:
-    """``np.squeeze``: drop length-1 dims (never sharded, so nothing moves)."""
+    """``np.squeeze``: drop length-1 dims (a view: nothing moves)."""
     axes = tuple(range(a.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     axes = tuple(operator.index(x) % a.ndim for x in axes)
     if any(a.shape[x] != 1 for x in axes) and axis is not None:
@@ -155,7 +217,7 @@ def squeeze(a: Any, axis: Any = None) -> DArray:
 
 @decompose(np.expand_dims)
 def expand_dims(a: Any, axis: Any) -> DArray:
-    """``np.expand_dims``: insert length-1 dims."""
+    """``np.expand_dims``: insert length-1 dims (a view: nothing moves)."""
     axes = axis if isinstance(axis, tuple) else (axis,)
     ndim = a.ndim + len(axes)
     positions = sorted(operator.index(x) % ndim for x in axes)
