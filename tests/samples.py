@@ -190,6 +190,7 @@ SAMPLES[np.copy] = [((_M,), {}), ((_Z,), {})]
 for _f in (np.isposinf, np.isneginf, np.sinc, np.i0):
     SAMPLES[_f] = [((_M * 4 - 2,), {})]
 SAMPLES[np.meshgrid] = [((_V, _V[:3]), {}), ((_V[:2], _V), {"indexing": "ij", "sparse": True})]
+SAMPLES[np.apply_along_axis] = [((np.sum, 1, _M), {}), ((np.cumsum, 0, _M), {})]
 SAMPLES[np.result_type] = [((_M, np.float32), {}), ((_I.astype(np.int8), _M), {})]
 SAMPLES[np.can_cast] = [((_M, np.float32), {}), ((_I, np.float64), {"casting": "same_kind"})]
 SAMPLES[np.min_scalar_type] = [((_M,), {}), ((_I,), {})]

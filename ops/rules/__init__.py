@@ -1,6 +1,7 @@
 """Sharding rules, one module per op family; importing this registers them all."""
 
 from dmesh.ops.rules import (
+    apply,
     arrangement,
     contractions,
     creation_like,
@@ -27,6 +28,7 @@ from dmesh.ops.rules import (
 )
 
 __all__ = [
+    "apply",
     "arrangement",
     "contractions",
     "creation_like",
