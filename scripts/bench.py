@@ -31,6 +31,7 @@ BENCHMARKS = [
     ("bench_tsqr.py", 2),
     ("bench_io.py", 2),
     ("bench_sets.py", 2),
+    ("bench_statistics.py", 2),
 ]
 
 

@@ -168,3 +168,21 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_raises_all(comm, UnsupportedError, np.quantile, a, 0.5, weights=np.ones(10),
                       match="weights")  # fmt: skip
     assert_raises_all(comm, UnsupportedError, np.median, a, out=np.zeros(()), match="out")
+
+
+def test_selection_kernel_on_duplicates(comm: MPI.Intracomm, rounds: str) -> None:
+    """The kernel itself: any ranks of data with many ties, spread unevenly over the ranks."""
+    rng = np.random.default_rng(12)
+    size, rank = comm.Get_size(), comm.Get_rank()
+    with BitVerdict(comm) as verdict:
+        ties = rng.integers(0, 3, 57).astype(float)
+        for data in (np.full(40, 2.0), ties, rng.standard_normal(70), rng.integers(-5, 5, 33)):
+            cuts = np.sort(rng.integers(0, data.size + 1, size - 1))
+            piece = np.split(data, cuts)[rank]
+            ordered = np.sort(data)
+            lows = [0, data.size // 2, data.size - 2, data.size - 1, 5]
+            highs = [1, data.size // 2, data.size - 1, data.size - 1, 6]
+            got = selection.select([piece] * len(lows), lows, highs, comm)
+            want = np.stack([ordered[lows], ordered[highs]], axis=1)
+            verdict.bits(f"select {data[:4]}", got)
+            verdict.check(np.array_equal(got, want), f"{got} != {want}")

@@ -143,14 +143,21 @@ def _run(a: DArray, q: Any, axis: Any, keepdims: bool, name: str, nan: bool,
     )  # explicit sizes: a block may be empty in a kept dim
     total = _count(a.shape, reduced)
     floating = block.dtype.kind == "f"
-    pieces = [c[~np.isnan(c)] if floating else c for c in columns]
+    pieces = [_without_nan(c) if floating else c for c in columns]
     valid = coll.all_reduce(np.array([p.size for p in pieces], dtype=np.int64), "sum", comm)
     counts = valid if nan else np.full(len(pieces), total, dtype=np.int64)
     having_nans = (valid < total) & (not nan)
     plans = [finish(int(n), None) if n and not bad else [] for n, bad in zip(counts, having_nans)]
-    problems = [(j, k) for j, plan in enumerate(plans) for k in plan]
-    found = select([pieces[j] for j, _ in problems], [k for _, k in problems], comm)
-    values = dict(zip(problems, found))
+    problems = [(j, pair) for j, plan in enumerate(plans) for pair in _pairs(plan)]
+    found = select(
+        [pieces[j] for j, _ in problems],
+        [low for _, (low, _) in problems],
+        [high for _, (_, high) in problems],
+        comm,
+    )
+    values = {}
+    for (j, (low, high)), (at_low, at_high) in zip(problems, found):
+        values[j, low], values[j, high] = at_low, at_high
     results = []
     for j, plan in enumerate(plans):
         if not plan:
@@ -165,6 +172,23 @@ def _run(a: DArray, q: Any, axis: Any, keepdims: bool, name: str, nan: bool,
     kept_shape = [1 if d in reduced else block.shape[d] for d in range(a.ndim)]
     kept_shape = [n for d, n in enumerate(kept_shape) if keepdims or d not in reduced]
     return _wrap(stacked.reshape((*qshape, *kept_shape)), layout, a, qshape)
+
+
+def _without_nan(column: Any) -> Any:
+    """The column's numbers (a copy only when it holds NaNs)."""
+    nan = np.isnan(column)
+    return column[~nan] if nan.any() else column
+
+
+def _pairs(ranks: list[int]) -> list[tuple[int, int]]:
+    """Sorted ranks as selection problems: neighbours ``(k, k + 1)`` together, others alone."""
+    pairs: list[tuple[int, int]] = []
+    for k in ranks:
+        if pairs and pairs[-1][0] == pairs[-1][1] == k - 1:
+            pairs[-1] = (k - 1, k)
+        else:
+            pairs.append((k, k))
+    return pairs
 
 
 def _nan_dtype(dtype: np.dtype, name: str, q: Any, kept: int, finish: Any) -> Any:
