@@ -4,9 +4,11 @@ Slicing a sharded dim keeps every element where it is: the result's block
 boundaries are counted from what each block keeps, so ``a[1:]`` is an uneven
 layout (first-class; dispatch aligns operands that differ). An integer index
 on a sharded dim selects one block's element: the ranks holding it keep it,
-the others hold zeros, and the result is ``Partial("sum")`` along those mesh
-dims, reduced only when needed. Partial inputs stay partial (every selected
-element copies one term).
+the others hold the sum's identity (``-0.0`` for floats and complex numbers:
+``x + -0.0`` is ``x`` for every ``x``, ``-0.0`` included, where ``+0.0`` would
+turn a selected ``-0.0`` into ``+0.0``), and the result is ``Partial("sum")``
+along those mesh dims, reduced only when needed. Partial inputs stay partial
+(every selected element copies one term).
 
 A negative step on a sharded dim reverses the order of the blocks, so it is
 the one basic selection that moves data: ``a[7:1:-3]`` is the ascending
@@ -41,8 +43,9 @@ from dmesh.ops.indexing import fancy as fancy_indexing
 from dmesh.ops.indexing import keys as fancy_keys
 from dmesh.ops.indexing import masks
 from dmesh.ops.indexing.operands import reduce_in_place
+from dmesh.redistribution import partial_term
 
-__all__ = ["getitem", "mask_select", "nonzero", "selection", "setitem"]
+__all__ = ["absent_term", "getitem", "mask_select", "nonzero", "selection", "setitem"]
 
 NOT_HELD = object()  # an int index whose element lives on another rank
 
@@ -52,7 +55,7 @@ class IndexPlan(NamedTuple):
 
     layout: Layout  # of the selection, with ascending steps on the ``mirrored`` dims
     local: tuple[Any, ...]  # this rank's key into its block (None, NOT_HELD, ints, slices)
-    owners: dict[int, int]  # mesh dim -> block number holding an int-indexed element
+    owners: dict[int, int]  # mesh dim -> its coordinate holding an int-indexed element
     mirrored: tuple[int, ...]  # result dims sharded and stepped backwards: blocks to mirror
 
 
@@ -86,7 +89,7 @@ def plan_index(spec: DArraySpec, key: Any) -> IndexPlan:
 
     The local key has ``None`` for new axes and :data:`NOT_HELD` for an int
     index whose element another rank holds. ``owners`` maps each mesh dim that
-    shards an int-indexed dim to the block number holding the element. A
+    shards an int-indexed dim to its coordinate holding the element. A
     negative step on a sharded dim is planned as the ascending slice of the
     same elements, and its result dim is listed in ``mirrored``.
     """
@@ -144,8 +147,10 @@ def plan_index(spec: DArraySpec, key: Any) -> IndexPlan:
                 local.append(index)
             else:
                 owner = next(b for b in range(len(cut) - 1) if cut[b] <= index < cut[b + 1])
-                for m in mesh_dims:
-                    owners[m] = owner
+                # The block number is the nested (row-major) index over mesh_dims.
+                sizes = tuple(layout.mesh_shape[m] for m in mesh_dims)
+                for m, at in zip(mesh_dims, np.unravel_index(owner, sizes)):
+                    owners[m] = int(at)
                 local.append(index - start if start <= index < stop else NOT_HELD)
         d += 1
     placements: list[Placement] = []
@@ -195,13 +200,34 @@ def getitem(a: DArray, key: Any) -> DArray:
     xp = array_module(a.local)
     if a.mesh.coordinate is None:
         result = DArray(xp.empty(spec.local_shape(), a.dtype), spec)
-    elif any(k is NOT_HELD for k in plan.local):  # another rank holds it: a zero term
-        result = DArray(xp.zeros(spec.local_shape(), a.dtype), spec)
+    elif any(k is NOT_HELD for k in plan.local):  # another rank holds it: an identity term
+        result = DArray(absent_term(spec, plan.owners, xp), spec)
     else:
         result = DArray(xp.asarray(a.local[plan.local]), spec)
     for dim in plan.mirrored:
         result = mirror_blocks(result, dim)
     return result
+
+
+def absent_term(spec: DArraySpec, owners: dict[int, int], xp: Any) -> Any:
+    """This rank's block of ``a[i]`` when another rank holds the element: terms of the identity.
+
+    Along the first owner mesh dim where this rank is not the holder, its
+    terms must add up to nothing: ``-0.0`` for floats and complex numbers
+    (``+0.0`` would turn a selected ``-0.0`` into ``+0.0``), ``0`` otherwise.
+    The partial mesh dims after it are reduced before it (the last mesh dim
+    first), so along those the identity is split as ``R -> P`` splits any
+    value (a product's terms are ones except at coordinate 0, or its owner's).
+    """
+    coord = spec.mesh.coordinate
+    assert coord is not None  # callers handle non-members
+    value = partial_term(xp.zeros(spec.local_shape(), spec.dtype), "sum", first=False)
+    first = min(m for m, c in owners.items() if coord[m] != c)
+    for m in range(first + 1, len(spec.placements)):
+        p = spec.placements[m]
+        if isinstance(p, Partial):
+            value = partial_term(value, p.op, coord[m] == owners.get(m, 0))
+    return value
 
 
 def mirrored_layout(layout: Layout, dim: int) -> Layout:

@@ -1,0 +1,121 @@
+"""``a[i]`` along a sharded axis keeps a selected ``-0.0`` (issue 14 follow-up), and 0-d or
+broadcasting DArray values in assignments (``z[:, 1] = r[0]``), at 1-4 ranks."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Partial, Replicate, Shard
+from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
+from helpers import BitVerdict, assert_raises_all
+
+HOSTILE = np.array([-0.0, np.nan, np.inf, -np.inf, 0.0, -1.5, 2.0**-1074, -0.0])
+
+
+def _grid(dtype: Any = np.float64) -> np.ndarray:
+    """A (8, 5) grid whose every row and column holds -0.0 (and NaN, +-inf)."""
+    x = np.empty((8, 5), dtype)
+    for j in range(5):
+        x[:, j] = np.roll(HOSTILE, j)
+    if x.dtype.kind == "c":
+        x = x + np.roll(x, 1, axis=0) * 1j
+        x[3, 2] = complex(-0.0, -0.0)
+    return x
+
+
+def _canonical(x: Any) -> np.ndarray:
+    """``x`` with every NaN made the positive quiet NaN (an MPI sum does not keep a NaN's sign)."""
+    x = np.array(x)
+    if x.dtype.kind == "c":
+        x = x.reshape(x.shape + (1,))  # a 0-d array cannot change its itemsize in a view
+        parts = x.view(x.real.dtype)
+        parts[np.isnan(parts)] = np.nan
+        return x[..., 0]
+    elif x.dtype.kind == "f":
+        x[np.isnan(x)] = np.nan
+    return x
+
+
+def _same_bits(got: Any, want: Any) -> bool:
+    """Equal dtype, shape and bytes (so the sign of every zero), NaNs compared as NaNs."""
+    got, want = _canonical(got), _canonical(want)
+    return got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def _layouts(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
+    """Shard on each dim and Replicate over the mesh dims, and partials beside a Shard."""
+    choices: list[Any] = [Replicate(), Shard(0), Shard(1)]
+    out = [list(p) for p in itertools.product(choices, repeat=mesh.ndim)]
+    if mesh.ndim == 2:
+        for op in ("sum", "prod", "max", "min", "avg"):
+            out += [[Shard(0), Partial(op)], [Partial(op), Shard(0)], [Partial(op), Shard(1)]]
+    else:
+        out += [[Partial("prod")]]
+    return out
+
+
+def test_int_index_keeps_negative_zero(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    with BitVerdict(comm) as verdict:
+        for dtype in (np.float64, np.float32, np.complex128):
+            x = _grid(dtype)
+            for placements in _layouts(mesh):
+                ops = {p.op for p in placements if isinstance(p, Partial)}
+                if dtype is np.complex128 and ops - {"sum"}:
+                    continue  # unordered; a product or average of complex terms loses NaN and -0.0
+                a = dmesh.distribute(x, mesh, placements)
+                for key in [*range(-1, 8), (slice(None), 2), (3, 0), (0, -1), (Ellipsis, 4)]:
+                    got = a[key].full_array()
+                    label = f"{dtype.__name__} {placements}[{key}]"
+                    verdict.check(_same_bits(got, x[key]), f"{label}: {got!r} != {x[key]!r}")
+                    verdict.bits(label, got)
+
+
+def test_uneven_and_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Slices leave uneven and (at 4 ranks) empty blocks; ints, uints and bools too."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    with BitVerdict(comm) as verdict:
+        for dtype in (np.float64, np.int64, np.uint8, np.bool_):
+            x = _grid() if dtype is np.float64 else np.arange(40).reshape(8, 5).astype(dtype)
+            if dtype is np.int64:
+                x[0, 0], x[5, 1] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+            for placements in ([Shard(0), *rest], [Shard(1), *rest], [Shard(0)] * mesh.ndim):
+                for key in ((slice(5, None),), (slice(1, None), slice(3, None))):
+                    a = dmesh.distribute(x, mesh, placements)[key]
+                    part = x[key]
+                    for i in range(part.shape[0]):
+                        got = a[i].full_array()
+                        label = f"{dtype.__name__} {placements}{key}[{i}]"
+                        verdict.check(_same_bits(got, part[i]), f"{label}: {got!r}")
+                        verdict.bits(label, got)
+
+
+def test_partial_result_reduces_to_negative_zero(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """The Partial("sum") result of a[i] used in arithmetic keeps -0.0 and NaN."""
+    x = np.array([0.5, -0.0, np.nan, -0.0, np.inf, 1.0, -0.0])
+    a = dmesh.distribute(x, mesh, [Shard(0)] * mesh.ndim)
+    with BitVerdict(comm) as verdict:
+        for i in range(x.size):
+            picked = a[i]
+            for name, got, want in (
+                ("a[i]", picked.full_array(), x[i]),
+                ("a[i] * 2", (picked * 2.0).full_array(), x[i] * 2.0),
+                ("-a[i]", (-picked).full_array(), -x[i]),
+                ("float", np.float64(float(picked)), np.float64(x[i])),
+            ):
+                verdict.check(_same_bits(got, want), f"{name} at {i}: {got!r} != {want!r}")
+                verdict.bits(f"{name} at {i}", got)
+
+
+def test_index_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    a = dmesh.distribute(_grid(), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    assert_raises_all(comm, IndexError, a.__getitem__, 8, match="out of bounds")
+    assert_raises_all(comm, IndexError, a.__getitem__, (0, -6), match="out of bounds")
+    assert_raises_all(comm, UnsupportedError, a.__getitem__, 1.5, match="float")
+    _ = ArgumentTypeError  # used by the assignment tests below
