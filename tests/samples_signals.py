@@ -38,11 +38,18 @@ SAMPLES: dict[Any, list[Sample]] = {
     np.correlate: [((_F[:, 0], _K), {}), ((_F[:, 0] + 1j, _K[:2] - 1j), {"mode": "full"})],
     np.fft.fftshift: [((_F,), {}), ((_F,), {"axes": 0})],
     np.fft.ifftshift: [((_F,), {"axes": (1, 0)})],
-    np.fft.hfft: [((_F + 1j,), {"axis": 0}), ((_F + 0j,), {"n": 9, "norm": "ortho"})],
-    np.fft.ihfft: [((_F,), {"axis": 0}), ((_V,), {})],
-    np.fft.fft: [((_Z,), {}), ((_V,), {"norm": "ortho"})],
-    np.fft.ifft: [((_Z,), {"norm": "forward"})],
-    np.fft.rfft: [((_V,), {})],
+    # 1-D: the four-step FFT where sharded (n = 16, 25, 30 and 36 factor at 2-4 blocks).
+    np.fft.hfft: [
+        ((_F + 1j,), {"axis": 0}),
+        ((_F + 0j,), {"n": 9, "norm": "ortho"}),
+        ((_Z,), {}),
+        ((_Z,), {"n": 25}),
+    ],
+    np.fft.ihfft: [((_F,), {"axis": 0}), ((_V,), {}), ((_V,), {"n": 36})],
+    np.fft.fft: [((_Z,), {}), ((_V,), {"norm": "ortho"}), ((_Z,), {"n": 36})],
+    np.fft.ifft: [((_Z,), {"norm": "forward"}), ((_Z,), {"n": 25})],
+    np.fft.rfft: [((_V,), {}), ((_V,), {"n": 25, "norm": "ortho"})],
+    np.fft.irfft: [((_Z,), {}), ((_Z,), {"n": 25, "norm": "forward"}), ((_Z,), {"n": 36})],
 }
 HOSTILE: dict[Any, list[Sample]] = {
     np.gradient: [((_H,), {}), ((_H,), {"edge_order": 2})],

@@ -269,16 +269,24 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
 
 
 def test_sharded_1d_array(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    """A 1-D array sharded along its only axis has nowhere to move the sharding."""
+    """A 1-D array sharded along its only axis takes the four-step FFT (fftn too), whose
+    length must factor (tests/test_fft_1d.py tests it further)."""
     x = COMPLEX[:, 0, 0]
     a = dmesh.distribute(x, mesh, [Shard(0)] * mesh.ndim)
-    if mesh.size() > 1:
+    if mesh.size() > 1:  # 5 points: no n1 x n2 view with n1, n2 >= 2
         for func in (np.fft.fft, np.fft.ifft, np.fft.fftn):
-            assert_raises_all(comm, UnsupportedError, func, a, match="Replicate the array")
+            assert_raises_all(comm, UnsupportedError, func, a, match="factorization")
     else:  # one block holds the whole axis
         _check(comm, np.fft.fft(a), np.fft.fft(x), "1-D on one rank")
     replicated = dmesh.distribute(x, mesh, [Replicate()] * mesh.ndim)
     _check(comm, np.fft.ifft(replicated, n=8), np.fft.ifft(x, n=8), "1-D replicated")
+    long = COMPLEX.reshape(-1)[:16]
+    b = dmesh.distribute(long, mesh, [Shard(0)] * mesh.ndim)
+    for func in (np.fft.fftn, np.fft.ifftn):
+        _check(comm, func(b), func(long), f"{func.__name__} 1-D sharded")
+    _check(comm, np.fft.rfftn(b.real), np.fft.rfftn(long.real), "rfftn 1-D sharded")
+    back = np.fft.irfftn(np.fft.rfftn(b.real), s=(16,))
+    _check(comm, back, np.fft.irfftn(np.fft.rfftn(long.real), s=(16,)), "irfftn 1-D")
 
 
 # -- the plans, in one process -------------------------------------------------------

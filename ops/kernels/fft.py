@@ -39,10 +39,11 @@ need no message. At 2 ranks the transpose of a 256^3 complex128 slab takes
 about 1.8x a bare ``MPI_Alltoall`` of the same bytes (the packing), 10-15% of
 the ``fftn`` (``scripts/bench_fft.py``): ``with_layout`` is good enough.
 
-Not supported (``UnsupportedError`` on every rank, before any message): a
-transform along the only axis of a 1-D array that is sharded (no other axis
-can take the sharding; replicate it or reshape it to 2-D), repeated axes,
-and ``out=``.
+A 1-D array sharded along its only axis (no other axis can take the
+sharding) takes the four-step algorithm instead (``fft``, ``ifft``, ``rfft``,
+``irfft``, with ``n`` cutting or padding: ``ops/kernels/fft_1d.py``). Not
+supported (``UnsupportedError`` on every rank, before any message): repeated
+axes, and ``out=``.
 """
 
 from __future__ import annotations
@@ -282,6 +283,8 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
     lengths, axes = _cook(a.shape, s, axes, kind == "irfft", name)
     if not axes:
         return a  # NumPy returns its input unchanged
+    if a.ndim == 1 and _blocks(a.spec.layout, 0) > 1:  # no other axis: the four-step FFT
+        return _sharded_1d(a, kind, lengths, norm)
     transforms = _transforms(kind, lengths, axes)
     # Planned before any message, from what every rank knows: the layout
     # reduce_partials() will give (it rebalances, as every redistribute does).
@@ -328,25 +331,11 @@ def _sharded_1d(a: DArray, kind: str, lengths: Any, norm: Any) -> DArray:
             f'np.fft.{kind}: Invalid norm value {norm!r}; should be "backward", "ortho" or '
             '"forward"'
         )
-    if kind == "irfft":
-        raise UnsupportedError(
-            "np.fft.irfft (and hfft) of a 1-D DArray sharded along its axis is not supported "
-            "yet; use np.fft.ifft of the full Hermitian spectrum, or replicate it "
-            "(a.redistribute(mesh, [Replicate()] * mesh.ndim))"
-        )
     if kind == "rfft" and a.dtype.kind == "c":
         raise ArgumentTypeError(f"np.fft.{kind}: the input must be real, got {a.dtype}")
-    n = a.shape[0] if lengths is None else lengths[0]
-    if n > a.shape[0]:
-        raise UnsupportedError(
-            f"np.fft.{kind}: n={n} pads the sharded 1-D DArray of {a.shape[0]} points; padding "
-            "is not supported on a sharded axis (cutting, n < len, is)"
-        )
-    from dmesh.ops.kernels.fft_1d import four_step  # the module builds on this one
+    from dmesh.ops.kernels.fft_1d import sharded_1d  # the module builds on this one
 
-    a = a[:n] if n < a.shape[0] else a
-    y = four_step(a, kind == "ifft", norm, kind)
-    return y[: n // 2 + 1] if kind == "rfft" else y
+    return sharded_1d(a, kind, None if lengths is None else lengths[0], norm)
 
 
 @decompose(np.fft.fft)

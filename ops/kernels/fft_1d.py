@@ -19,6 +19,15 @@ blocks, multiples of ``n1``) is NumPy's to rounding (about 1e-15 relative).
 block of both transposes has rows; a length with no such factorization (a
 prime, or too few points per rank) raises ``UnsupportedError`` on every rank
 before any message.
+
+``n`` larger than the signal pads it with zeros where the blocks of whole rows
+are made: the signal moves into those rows and each rank appends its zeros
+locally, so no zero travels. ``irfft`` (and so ``hfft``) of ``n`` points builds
+the full Hermitian spectrum of length ``n`` from the half spectrum, sharded
+like the output (``X[k] = a[k]`` for ``k <= n // 2`` and ``conj(a[n - k])``
+above, one distributed take; the imaginary parts of ``X[0]`` and, for even
+``n``, ``X[n / 2]`` are dropped as NumPy's ``irfft`` ignores them), and returns
+the real part of its four-step inverse: NumPy's values to rounding.
 """
 
 from __future__ import annotations
@@ -29,13 +38,13 @@ from typing import Any
 import numpy as np
 
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import UnsupportedError
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Shard, shorts
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 
-__all__ = ["factor", "four_step"]
+__all__ = ["factor", "four_step", "sharded_1d"]
 
 
 def factor(n: int, blocks: int) -> tuple[int, int] | None:
@@ -61,34 +70,97 @@ def _with_shard(layout: Layout, dim: int, shape: tuple[int, ...]) -> Layout:
     return Layout(layout.mesh_shape, placements, shape, tuple(bounds))
 
 
-def four_step(a: DArray, inverse: bool, norm: Any, name: str) -> DArray:
-    """``np.fft.fft`` (or ``ifft``) of the 1-D DArray ``a`` sharded along axis 0 (collective)."""
-    a = a.reduce_partials()
-    n = a.shape[0]
-    levels = _levels(a.spec.layout)
-    blocks = math.prod(levels)
+def _split(n: int, layout: Layout, name: str) -> tuple[int, int]:
+    """``factor(n, blocks)`` for ``layout``'s blocks, or ``UnsupportedError`` (pure: no message)."""
+    blocks = math.prod(_levels(layout))
     split = factor(n, blocks)
     if split is None:
         raise UnsupportedError(
             f"np.fft.{name}: the 1-D DArray of n = {n} points is sharded into {blocks} blocks "
-            f"({shorts(a.placements)}); the distributed 1-D FFT views it as an n1 x n2 matrix "
+            f"({shorts(layout.placements)}); the distributed 1-D FFT views it as an n1 x n2 matrix "
             f"with n1, n2 >= {blocks}, and {n} has no such factorization. Pad or cut the signal "
-            "to a length with one (e.g. a power of two, np.fft.fft(a, n=...) cuts it), or "
-            "replicate it (a.redistribute(mesh, [Replicate()] * mesh.ndim))"
+            "to a length with one (e.g. a power of two: np.fft.fft(a, n=...) pads or cuts it), "
+            "or replicate it (a.redistribute(mesh, [Replicate()] * mesh.ndim))"
         )
-    n1, n2 = split
+    return split
+
+
+def sharded_1d(a: DArray, kind: str, n: int | None, norm: Any) -> DArray:
+    """``np.fft.<kind>`` (fft, ifft, rfft, irfft) of ``n`` points of the sharded 1-D ``a``.
+
+    ``n`` (default: NumPy's) cuts or zero-pads the input. Collective; every
+    error is raised on every rank before any message.
+    """
+    m = a.shape[0]
+    if n is None:
+        n = 2 * (m - 1) if kind == "irfft" else m
+    if n < 1:
+        raise ArgumentError(f"np.fft.{kind}: Invalid number of FFT data points ({n}) specified.")
+    _split(n, a.spec.layout, kind)
+    a = a.reduce_partials()
+    if kind == "irfft":
+        y = four_step(_hermitian(a, n), n, True, norm, kind)
+        real = array_module(y.local).ascontiguousarray(y.local.real)
+        return DArray(real, DArraySpec(a.mesh, y.spec.layout, np.dtype(real.dtype)))
+    y = four_step(a, n, kind == "ifft", norm, kind)
+    return y[: n // 2 + 1] if kind == "rfft" else y
+
+
+def _hermitian(a: DArray, n: int) -> DArray:
+    """The full spectrum ``X`` of ``n`` points whose half is ``a`` (as NumPy's irfft reads it).
+
+    ``X[k] = a[k]`` for ``k <= n // 2`` (zero past ``a``'s end) and
+    ``conj(a[n - k])`` above; ``X[0]`` and ``X[n / 2]`` (even ``n``) real.
+    Sharded balanced on the mesh dims that shard ``a``: one distributed take.
+    """
+    m, half = a.shape[0], n // 2
+    dtype = np.fft.ifft(np.zeros(1, a.dtype)).dtype  # complex64 for complex64, else complex128
+    layout = _with_shard(a.spec.layout, 0, (n,))
+    lo, hi = layout.block(a.mesh.coordinate)[0] if a.mesh.is_member else (0, 0)
+    k = np.arange(lo, hi, dtype=np.intp)
+    source = np.where(k <= half, k, n - k)
+    xp = array_module(a.local)
+    if m == 0:  # nothing to take: the padding alone
+        return DArray(xp.zeros(hi - lo, dtype), DArraySpec(a.mesh, layout, np.dtype(dtype)))
+    index = DArray(np.minimum(source, m - 1), DArraySpec(a.mesh, layout, np.dtype(np.intp)))
+    taken: Any = np.take(a, index)
+    block = taken.local.astype(dtype)  # a copy: changed in place below
+    if block.size:
+        block[xp.asarray(source >= m)] = 0  # past a's end: NumPy pads with zeros
+        mirror = xp.asarray(k > half)
+        block[mirror] = xp.conj(block[mirror])
+        # NumPy's c2r transform reads only the real part of these two.
+        real = xp.asarray((k == 0) | ((k == half) & (n % 2 == 0)))
+        block[real] = block[real].real
+    return DArray(block, DArraySpec(a.mesh, taken.spec.layout, np.dtype(block.dtype)))
+
+
+def four_step(a: DArray, n: int, inverse: bool, norm: Any, name: str) -> DArray:
+    """``np.fft.fft`` (or ``ifft``) of ``n`` points of the 1-D DArray ``a`` sharded along axis 0.
+
+    ``a`` is cut or zero-padded to ``n``; ``n`` must have a factorization
+    (``_split``). Collective.
+    """
+    n1, n2 = _split(n, a.spec.layout, name)
+    a = a.reduce_partials()
+    if n < a.shape[0]:
+        a = a[:n]
+    m = a.shape[0]
     mesh = a.mesh
     start = a.spec.layout
     rows = _with_shard(start, 0, (n1, n2))
-    flat = Layout(
-        start.mesh_shape,
-        start.placements,
-        (n,),
-        (tuple(n2 * b for b in rows.bounds[0]),),  # type: ignore[union-attr]
-    )
-    a = a.with_layout(flat)  # blocks of whole rows (moves only misplaced elements)
+    # Blocks of whole rows of the n points; the signal's m points fill the
+    # first ones (the rest are the padding, made where they are needed).
+    flat = tuple(min(n2 * b, m) for b in rows.bounds[0])  # type: ignore[union-attr]
+    a = a.with_layout(Layout(start.mesh_shape, start.placements, (m,), (flat,)))
     dtype = np.fft.fft(np.zeros(1, a.dtype)).dtype  # NumPy's: complex64 for float32
-    block = a.local.astype(dtype, copy=False).reshape(-1, n2)
+    local = a.local.astype(dtype, copy=False)
+    if n > m and mesh.is_member:
+        r_lo, r_hi = rows.block(mesh.coordinate)[0]
+        padded = array_module(local).zeros((r_hi - r_lo) * n2, dtype)
+        padded[: local.shape[0]] = local
+        local = padded
+    block = local.reshape(-1, n2)
     x = DArray(block, DArraySpec(mesh, rows, np.dtype(block.dtype)))
     transform: Any = np.fft.ifft if inverse else np.fft.fft
     z: DArray = transform(x, axis=0, norm=norm)  # the sharding moves to the columns
