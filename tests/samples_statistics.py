@@ -73,3 +73,4 @@ HOSTILE[np.nancumprod] = [((_HM,), {"axis": 1})]
 for _key in (np.nanargmax, np.nanargmin):
     SAMPLES[_key] = [((_V,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": 1, "keepdims": True})]
     HOSTILE[_key] = [((_H,), {}), ((_HM,), {"axis": 1})]
+SAMPLES[np.histogram] += [((_V,), {"bins": "auto"}), ((_M,), {"bins": "sturges", "range": (-1, 1)})]

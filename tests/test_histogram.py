@@ -171,6 +171,24 @@ def test_bincount(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
         _compare(verdict, np.bincount, (e,), (np.zeros(0, int),), minlength=3)
 
 
+def test_bin_estimators(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """NumPy's width estimators from the data's size, extremes, quartiles and moments."""
+    rng = np.random.default_rng(13)
+    rest = [R] * (mesh.ndim - 1)
+    cases = {
+        "normal": rng.standard_normal(300),
+        "ints": rng.integers(-20, 40, 211),
+        "narrow": np.full(17, 2.5),
+    }
+    with BitVerdict(comm) as verdict:
+        for x in cases.values():
+            a = dmesh.distribute(x, mesh, [Shard(0), *rest])
+            for bins in ("auto", "fd", "sqrt", "sturges", "rice", "scott", "doane"):
+                for kwargs in ({}, {"range": (-1, 5)}):
+                    _compare(verdict, np.histogram, (a,), (x,), bins=bins, **kwargs)
+                    _compare(verdict, np.histogram_bin_edges, (a,), (x,), bins=bins, **kwargs)
+
+
 def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     rest = [R] * (mesh.ndim - 1)
     nan = dmesh.distribute(np.array([1.0, np.nan, 2.0, 3.0]), mesh, [Shard(0), *rest])
@@ -179,7 +197,10 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_raises_all(comm, ArgumentError, np.histogram, ints, bins=0, match="positive")
     assert_raises_all(comm, ArgumentError, np.histogram, ints, bins=[2, 1], match="monoton")
     assert_raises_all(comm, ArgumentError, np.histogram, ints, range=(3, 1), match="larger")
-    assert_raises_all(comm, UnsupportedError, np.histogram, ints, bins="auto", match="estimator")
+    assert_raises_all(comm, UnsupportedError, np.histogram, ints, bins="stone", match="stone")
+    assert_raises_all(comm, ArgumentError, np.histogram, ints, bins="nope", match="estimator")
+    assert_raises_all(comm, ArgumentTypeError, np.histogram, ints, bins="fd", weights=np.ones(4),
+                      match="weighted")  # fmt: skip
     assert_raises_all(comm, ArgumentError, np.histogram, ints, weights=np.ones(3), match="shape")
     assert_raises_all(comm, ArgumentError, np.bincount, ints, match="negative")
     assert_raises_all(comm, ArgumentTypeError, np.bincount, nan, match="cast")

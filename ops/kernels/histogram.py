@@ -9,13 +9,16 @@ Each rank then counts its block with NumPy, with the edges fixed (for
 ``histogram`` as the same ``bins``/``range`` NumPy's uniform fast path takes),
 so each element falls in the bin NumPy puts it in, and one all-reduce over
 the mesh dims that shard the data (replicas count once) sums the counts. The
-results are small and replicated. Integer counts are exact; weighted sums
+results are small and replicated. String ``bins`` (NumPy's width estimators but
+``'stone'``) take the data's size, extremes, quartiles or moments from
+dispatched reductions (see :func:`_estimated`). Integer counts are exact; weighted sums
 of floats are added per block, then across blocks, so they can differ from
 NumPy's sequential sums in the last bits (the same bits on every rank).
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any
 
@@ -28,6 +31,8 @@ from dmesh.core.placement import Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
+
+_hist: Any = importlib.import_module("numpy.lib._histograms_impl")  # NumPy's own helpers
 
 
 def replicated(value: Any, mesh: Any) -> DArray:
@@ -84,13 +89,14 @@ def _prepared(a: Any, name: str) -> DArray:
     return data
 
 
-def _edges(a: DArray, bins: Any, range: Any, name: str) -> tuple[Any, Any]:
+def _edges(a: DArray, bins: Any, range: Any, name: str, weighted: bool = False) -> tuple[Any, Any]:
     """NumPy's bin edges, and the ``(bins, range)`` each rank's count uses."""
     if isinstance(bins, str):
-        raise UnsupportedError(
-            f"np.{name}(bins={bins!r}) on DArrays: the estimators need statistics of the "
-            "data; give a number of bins or the edges (np.histogram_bin_edges of a sample)"
-        )
+        if bins in _hist._hist_bin_selectors and weighted:
+            raise ArgumentTypeError(
+                "Automated estimation of the number of bins is not supported for weighted data"
+            )
+        bins, range = _estimated(a, bins, range, name)
     if isinstance(bins, DArray) or isinstance(range, DArray):
         raise UnsupportedError(f"np.{name}: bins and range must be NumPy values, not DArrays")
     stand_in = np.zeros(0, a.dtype)
@@ -109,12 +115,85 @@ def _edges(a: DArray, bins: Any, range: Any, name: str) -> tuple[Any, Any]:
     return edges, (bins, range)
 
 
+def _estimated(a: DArray, name: str, range: Any, func: str) -> tuple[int, Any]:
+    """NumPy's ``bins=<estimator>``: the number of bins and the range it makes.
+
+    As ``numpy.lib._histograms_impl._get_bin_edges``: the data is trimmed to
+    ``range``, and the width comes from the trimmed data's size, min and max
+    (``sqrt``, ``sturges``, ``rice``), quartiles (``fd``, ``auto``: exact, by
+    selection) or moments (``scott``, ``doane``: distributed sums, so a
+    width on a bin count's edge may round the other way than NumPy's).
+    """
+    if name not in _hist._hist_bin_selectors:
+        raise ArgumentError(f"{name!r} is not a valid estimator for `bins`")
+    if name == "stone":
+        raise UnsupportedError(
+            f"np.{func}(bins='stone') on DArrays is not supported (it scores a hundred "
+            "histograms); give another estimator, a number of bins or the edges"
+        )
+    stand_in = np.array(extremes(a), dtype=a.dtype) if a.size else np.zeros(0, a.dtype)
+    try:
+        first, last = _hist._get_outer_edges(stand_in, range)
+    except ValueError as exc:
+        raise ArgumentError(str(exc)) from exc
+    x: Any = np.ravel(a)
+    if range is not None:
+        keep = (x >= first) & (x <= last)
+        if not bool(np.all(keep)):
+            x = x[keep]
+    if x.size == 0:
+        return 1, (first, last)
+    width = _width(x, name)
+    if width:
+        if np.issubdtype(x.dtype, np.integer) and width < 1:
+            width = 1
+        delta = _hist._unsigned_subtract(last, first)
+        return int(np.ceil(delta / width)), (first, last)
+    return 1, (first, last)
+
+
+def _width(x: Any, name: str) -> Any:
+    """NumPy's bin width estimators, each data statistic one dispatched reduction."""
+    low, high = extremes(x)
+    ptp = _hist._unsigned_subtract(high, low)
+    size = x.size
+
+    def scalar(value: Any) -> Any:
+        return np.asarray(value.full_array())[()]
+
+    def fd() -> Any:
+        iqr = np.subtract(*np.asarray(np.percentile(x, [75, 25]).full_array()))
+        return 2.0 * iqr * size ** (-1.0 / 3.0)
+
+    sqrt = ptp / np.sqrt(size)
+    sturges = ptp / (np.log2(size) + 1.0)
+    if name == "sqrt":
+        return sqrt
+    if name == "sturges":
+        return sturges
+    if name == "rice":
+        return ptp / (2.0 * size ** (1.0 / 3))
+    if name == "fd":
+        return fd()
+    if name == "auto":
+        return min(max(fd(), sqrt / 2), sturges)
+    if name == "scott":
+        return (24.0 * np.pi**0.5 / size) ** (1.0 / 3.0) * scalar(np.std(x))
+    if size > 2:  # doane
+        sg1 = np.sqrt(6.0 * (size - 2) / ((size + 1.0) * (size + 3)))
+        sigma = scalar(np.std(x))
+        if sigma > 0.0:
+            g1 = scalar(np.mean(np.power((x - scalar(np.mean(x))) / sigma, 3)))
+            return ptp / (1.0 + np.log2(size) + np.log2(1.0 + np.absolute(g1) / sg1))
+    return 0.0
+
+
 @decompose(np.histogram_bin_edges)
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> DArray:
     """``np.histogram_bin_edges`` of a DArray: NumPy's edges, replicated."""
     a = _prepared(a, "histogram_bin_edges")
     _block_weights(weights, a, "histogram_bin_edges")
-    edges, _ = _edges(a, bins, range, "histogram_bin_edges")
+    edges, _ = _edges(a, bins, range, "histogram_bin_edges", weights is not None)
     return replicated(edges, a.mesh)
 
 
@@ -124,7 +203,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
     """``np.histogram`` of a DArray: counts per block, one all-reduce; replicated results."""
     a = _prepared(a, "histogram")
     local_weights = _block_weights(weights, a, "histogram")
-    edges, (count_bins, count_range) = _edges(a, bins, range, "histogram")
+    edges, (count_bins, count_range) = _edges(a, bins, range, "histogram", weights is not None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         counts, _ = np.histogram(
