@@ -85,33 +85,32 @@ class RowBlocks:
 
 
 def _lower_solve(l_kk: np.ndarray, b: np.ndarray, unit: bool) -> np.ndarray:
-    """``L^-1 b`` for a lower triangular ``L`` (unit diagonal if ``unit``), by columns."""
-    n = l_kk.shape[0]
-    x = b.astype(np.result_type(l_kk, b), copy=True)
-    for j in range(n):
-        if not unit:
-            x[j] /= l_kk[j, j]
-        x[j + 1 :] -= np.multiply.outer(l_kk[j + 1 :, j], x[j])
+    """``L^-1 b`` for the lower triangle ``L`` of ``l_kk`` (unit diagonal if ``unit``).
+
+    LAPACK's solve of the triangle (its pivoting keeps a unit ``L`` from LU
+    with partial pivoting as it is: no multiplier exceeds 1 in modulus).
+    """
+    low = np.tril(l_kk, -1) + np.eye(len(l_kk), dtype=l_kk.dtype) if unit else np.tril(l_kk)
+    x: np.ndarray = np.linalg.solve(low, b)
     return x
 
 
 def _upper_solve(u_kk: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``U^-1 b`` for an upper triangular ``U``, by columns from the last."""
-    n = u_kk.shape[0]
-    x = b.astype(np.result_type(u_kk, b), copy=True)
-    for j in range(n - 1, -1, -1):
-        x[j] /= u_kk[j, j]
-        x[:j] -= np.multiply.outer(u_kk[:j, j], x[j])
+    """``U^-1 b`` for the upper triangle ``U`` of ``u_kk``."""
+    x: np.ndarray = np.linalg.solve(np.triu(u_kk), b)
     return x
 
 
-def blocked_cholesky(local: np.ndarray, blocks: RowBlocks, nb: int = 0) -> np.ndarray:
+def blocked_cholesky(
+    local: np.ndarray, blocks: RowBlocks, nb: int = 0, overwrite: bool = False
+) -> np.ndarray:
     """This rank's rows of ``L`` (lower, ``A = L L^H``) from its rows of ``A`` (collective).
 
-    Raises ``np.linalg.LinAlgError`` on every rank when ``A`` is not positive definite.
+    Raises ``np.linalg.LinAlgError`` on every rank when ``A`` is not positive
+    definite. ``overwrite``: ``local`` may be used as the workspace.
     """
     nb = nb or PANEL
-    a: np.ndarray = local.copy()
+    a: np.ndarray = local if overwrite else local.copy()
     n = a.shape[1]
     for k0 in range(0, n, nb):
         k1 = min(k0 + nb, n)
@@ -149,7 +148,7 @@ def _panel_lu(panel: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def blocked_lu(
-    local: np.ndarray, blocks: RowBlocks, nb: int = 0
+    local: np.ndarray, blocks: RowBlocks, nb: int = 0, overwrite: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """``P A = L U`` of the row-blocked ``A`` (collective).
 
@@ -157,9 +156,10 @@ def blocked_lu(
     diagonal implied, ``U`` on and above it), the permutation ``perm``
     (row ``i`` of ``P A`` is row ``perm[i]`` of ``A``), ``U``'s diagonal and
     whether it holds a zero; all but the first the same on every rank.
+    ``overwrite``: ``local`` may be used as the workspace.
     """
     nb = nb or PANEL
-    a = local.copy()
+    a = local if overwrite else local.copy()
     n = a.shape[1]
     perm = np.arange(n)
     diagonal = np.empty(n, a.dtype)

@@ -223,7 +223,7 @@ def _cholesky(a: DArray, upper: bool = False) -> Any:
     if blocks is None:
         low = DArray(np.empty(spec.local_shape(), result), spec)
     else:
-        factor = blocked.blocked_cholesky(a.local.astype(compute), blocks)
+        factor = blocked.blocked_cholesky(a.local.astype(compute), blocks, overwrite=True)
         low = DArray(factor.astype(result, copy=False), spec)
     return np.conj(low.T) if upper else low
 
@@ -235,7 +235,12 @@ def _lu(a: DArray) -> tuple[DArray, Any, np.dtype, np.dtype]:
     a, blocks = _rows(a)
     if blocks is None:
         return a, None, compute, result
-    return a, (*blocked.blocked_lu(a.local.astype(compute), blocks), blocks), compute, result
+    return (
+        a,
+        (*blocked.blocked_lu(a.local.astype(compute), blocks, overwrite=True), blocks),
+        compute,
+        result,
+    )
 
 
 def _sign_and_log(perm: np.ndarray, diagonal: np.ndarray, singular: bool) -> tuple[Any, Any]:
@@ -279,7 +284,9 @@ def _det(a: DArray) -> DArray:
     if lu is None:
         return replicated(np.ones((), result), a.mesh)
     sign, log = _sign_and_log(lu[1], lu[2], lu[3])
-    return replicated(np.asarray(sign * np.exp(log)).astype(result), a.mesh)
+    with np.errstate(over="ignore"):  # NumPy's det overflows to inf silently too
+        value = np.asarray(sign * np.exp(log)).astype(result)
+    return replicated(value, a.mesh)
 
 
 def _solve_rows(a: DArray, b: DArray | None) -> DArray:
