@@ -257,6 +257,6 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: f
 
 
 # Registered here so that importing the rules registers them (no shared file edited).
-from dmesh.ops.rules import quantiles as quantiles  # noqa: E402
 from dmesh.ops.kernels import histogram as histogram  # noqa: E402
 from dmesh.ops.rules import averages as averages  # noqa: E402
+from dmesh.ops.rules import quantiles as quantiles  # noqa: E402
