@@ -98,6 +98,22 @@ def test_small_sharded_matrix_is_gathered(comm: MPI.Intracomm, mesh: dmesh.Devic
             )
 
 
+def test_positional_options(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """cond's p, eigh's UPLO, pinv's rcond positionally; a replicated DArray rtol."""
+    a = spd(5)
+    rows = [Shard(0)] * mesh.ndim
+    x = dmesh.distribute(a, mesh, rows)
+    rep = dmesh.distribute(np.asarray(1e-3), mesh, [Replicate()] * mesh.ndim)
+    with BitVerdict(comm) as verdict:
+        record(verdict, "cond fro", np.linalg.cond(x, "fro"), np.linalg.cond(a, "fro"), 0.0)
+        record(verdict, "eigh U", np.linalg.eigh(x, "U"), np.linalg.eigh(a, "U"), 0.0)
+        record(verdict, "pinv", np.linalg.pinv(x, 1e-3), np.linalg.pinv(a, 1e-3), 0.0)
+        replicated = dmesh.distribute(a, mesh, [Replicate()] * mesh.ndim)
+        got = np.linalg.pinv(replicated, rtol=rep)
+        record(verdict, "pinv rtol", got, np.linalg.pinv(a, rtol=1e-3), 0.0)
+    assert_raises_all(comm, UnsupportedError, np.linalg.pinv, x, rtol=rep, match="replicated")
+
+
 def test_stack_sharded_along_stack_dim(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     """Each rank computes its own matrices: NumPy's bits, no messages, the stack's sharding."""
     stack = np.stack([spd(4, seed=s) for s in range(5)])

@@ -34,6 +34,7 @@ the same path and errors are raised on every rank before any message.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,6 +50,7 @@ from dmesh.ops.kernels import blocked
 from dmesh.ops.kernels.linalg_local import LOCAL_ONLY, compute_locally, solve_replicated
 from dmesh.ops.kernels.linalg_operands import (
     by_rows,
+    is_sharded,
     linalg_dtypes,
     matrix,
     operands,
@@ -190,16 +192,26 @@ def _large(name: str, a: DArray) -> DArray:
 def _local_only(func: Any) -> Callable[..., Any]:
     name = func.__name__
 
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    parameters = [k for k, v in inspect.signature(func).parameters.items() if v.kind in kinds]
+
     def decomposition(*args: Any, **kwargs: Any) -> Any:
-        first, *rest = operands(name, args)
-        if rest or any(isinstance(v, DArray) for v in kwargs.values()):  # e.g. pinv's rtol
-            values = [x.reduce_partials() if isinstance(x, DArray) else x for x in (first, *rest)]
-            if any(isinstance(x, DArray) and _matrix_sharded(x) for x in values):
+        if len(args) > len(parameters):
+            raise TypeError(f"{name}() takes at most {len(parameters)} positional arguments")
+        # Positional options (cond's p, eigh's UPLO) by name: the matrix is the first.
+        kwargs = {**dict(zip(parameters[1:], args[1:])), **kwargs}
+        first = operands(name, (args[0],))[0] if args else kwargs.pop(parameters[0])
+        if any(isinstance(v, DArray) for v in kwargs.values()):  # e.g. pinv's rtol
+            values = {k: v.reduce_partials() if isinstance(v, DArray) else v
+                      for k, v in kwargs.items()}  # fmt: skip
+            if any(isinstance(x, DArray) and x.mesh is not first.mesh for x in values.values()):
+                raise UnsupportedError(f"np.linalg.{name}: DArray arguments on different meshes")
+            if is_sharded(first) or any(is_sharded(x) for x in values.values()):
                 raise UnsupportedError(
                     f"np.linalg.{name} with DArray arguments besides the matrix takes "
                     "replicated ones only; replicate them first"
                 )
-            return compute_locally(func, name, tuple(values), kwargs)
+            return compute_locally(func, name, (first.reduce_partials(),), values)
         a = matrix(name, first)
         result = _local_or_gathered(func, name, a, kwargs)
         if result is not None:
