@@ -48,9 +48,12 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
     comm = mesh[mesh_dims].comm()  # rank order there is block order
     p = comm.Get_size()
     local = np.asarray(a.local)
-    order = np.argsort(local, kind="stable")
-    block = local[order]
-    indices = order.astype(np.intp) + a.spec.offsets()[0]
+    if want_indices:
+        order = np.argsort(local, kind="stable")
+        block = local[order]
+        indices = order.astype(np.intp) + a.spec.offsets()[0]
+    else:  # values alone: NumPy's fastest sort (SIMD), no permutation to carry; equal
+        block = np.sort(local)  # values are alike (a zero's sign: NumPy's own order is arbitrary)
     # Regular samples of the sorted block: p - 1 of them (fewer if it is short).
     if block.size:
         picks = np.linspace(0, block.size, p + 1)[1:-1].astype(np.int64)
@@ -67,8 +70,10 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
         edges = [0] * p + [block.size]
     sizes = [edges[i + 1] - edges[i] for i in range(p)]
     received = coll.all_to_all(block, 0, 0, comm, split_sizes=sizes)
-    merge = np.argsort(received, kind="stable")
-    merged = received[merge]
+    # The received pieces are sorted runs in block order: a stable sort merges them
+    # (timsort's runs), and with the permutation the positions follow.
+    merge = np.argsort(received, kind="stable") if want_indices else None
+    merged = received[merge] if merge is not None else np.sort(received, kind="stable")
     counts = coll.all_gather(np.array([merged.size], dtype=np.int64), 0, comm).tolist()
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
     layout = Layout(mesh.shape, a.placements, a.shape, (bounds,))
@@ -292,12 +297,7 @@ def _inverse(a: DArray, flat: DArray, comm: Any, ids: Any, positions: Any) -> DA
         positions, ids = received[:, 0], received[:, 1]
     block = np.empty(flat.local.shape[0], np.intp)
     block[positions - offset] = ids
-    # ``flat``'s blocks are whole rows of ``a``'s shape (np.ravel shards dim 0
-    # only), so the same blocks, divided by the row size, shard dim 0 of ``a``.
-    row = a.size // a.shape[0] if a.ndim else 1
-    bounds: list[Any] = [None] * a.ndim
-    if a.ndim and cut is not None:
-        bounds[0] = tuple(b // row for b in cut)
-    rows = Layout(mesh.shape, flat.placements, a.shape, tuple(bounds))
-    spec = DArraySpec(mesh, rows, block.dtype)
-    return DArray(block.reshape(spec.local_shape()), spec).with_layout(a.spec.layout)
+    # In ``flat``'s layout, then ``a``'s shape (np.reshape: a view where the blocks
+    # allow, else only misplaced elements move) and ``a``'s layout.
+    inverse = DArray(block, DArraySpec(mesh, flat.spec.layout, block.dtype))
+    return cast(DArray, np.reshape(inverse, a.shape)).with_layout(a.spec.layout)
