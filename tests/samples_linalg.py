@@ -51,6 +51,11 @@ SAMPLES[np.linalg.vector_norm] = [
 ]  # fmt: skip
 SAMPLES[np.linalg.matrix_norm] = [((_M,), {}), ((_T,), {"ord": 1}), ((_M,), {"ord": -np.inf})]
 SAMPLES[np.linalg.svdvals] = [((_M,), {})]
+_E = (np.eye(6) * 3 + _rng.uniform(0.25, 0.75, (6, 6))).reshape(2, 3, 6)
+SAMPLES[np.linalg.tensorsolve] = [
+    ((_E, _M[:2, :3].copy()), {}),
+    ((_E.transpose(2, 0, 1).copy(), _M[:2, :3].copy()), {"axes": (0,)}),
+]
 
 HOSTILE[np.cross] = [((_H, _H[::-1].copy()), {})]
 HOSTILE[np.kron] = [((_H, _H[:2, :2].copy()), {})]

@@ -218,3 +218,25 @@ def test_threshold_setter(comm: MPI.Intracomm) -> None:
     finally:
         solvers.set_gather_threshold(old)
     assert_raises_all(comm, Exception, solvers.set_gather_threshold, -1)
+
+
+def test_tensorsolve(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """NumPy's steps on DArrays: axes moved last, reshaped, solved (gathered or blocked)."""
+    a = (np.eye(6) * 3 + RNG.uniform(0, 1, (6, 6))).reshape(2, 3, 6)
+    b = RNG.uniform(0, 1, (2, 3))
+    moved = a.transpose(2, 0, 1).copy()
+    with BitVerdict(comm) as verdict:
+        for label, x in layouts(a.reshape(6, 6), mesh):
+            x3 = np.reshape(x, (2, 3, 6))
+            y = dmesh.distribute(b, mesh, [Replicate()] * mesh.ndim)
+            record(verdict, f"tensorsolve {label}", np.linalg.tensorsolve(x3, y),
+                   np.linalg.tensorsolve(a, b), 1e-12)  # fmt: skip
+            with solvers.gather_threshold(0):
+                record(verdict, f"blocked {label}", np.linalg.tensorsolve(x3, y),
+                       np.linalg.tensorsolve(a, b), 1e-12)  # fmt: skip
+        xm = dmesh.distribute(moved, mesh, [Shard(0)] * mesh.ndim)
+        y = dmesh.distribute(b, mesh, [Shard(0)] * mesh.ndim)
+        got = np.linalg.tensorsolve(xm, y, axes=(0,))
+        record(verdict, "axes", got, np.linalg.tensorsolve(moved, b, axes=(0,)), 1e-12)
+    bad = dmesh.distribute(np.ones((2, 3, 5)), mesh, [Replicate()] * mesh.ndim)
+    assert_raises_all(comm, np.linalg.LinAlgError, np.linalg.tensorsolve, bad, y)

@@ -30,7 +30,7 @@ from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
 from dmesh.ops.rules.contractions import ndim_of, shape_of, take_diagonal
 
-__all__ = ["chain_order", "cross", "kron", "matrix_power", "multi_dot"]
+__all__ = ["chain_order", "cross", "kron", "matrix_power", "multi_dot", "tensorsolve"]
 
 
 def _dtype_of(x: Any) -> np.dtype:
@@ -276,3 +276,24 @@ def linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     if diagonal.ndim != x.ndim - 1:  # pragma: no cover (take_diagonal keeps one z)
         raise ArgumentError("np.linalg.trace: unexpected diagonal shape")
     return np.sum(diagonal, axis=-1, dtype=dtype)
+
+
+@decompose(np.linalg.tensorsolve)
+def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
+    """``np.linalg.tensorsolve``: NumPy's steps (``axes`` moved last, reshape, ``solve``)."""
+    an, bn = ndim_of(a), ndim_of(b)
+    if axes is not None:
+        order = list(range(an))
+        for k in axes:
+            order.remove(k)
+            order.insert(an, k)
+        a = np.transpose(a, order)
+    old_shape = shape_of(a)[-(an - bn) :]
+    prod = math.prod(old_shape)
+    if math.prod(shape_of(a)) != prod**2:
+        raise np.linalg.LinAlgError(
+            "Input arrays must satisfy the requirement "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
+        )
+    result = np.linalg.solve(np.reshape(a, (prod, prod)), np.ravel(b))
+    return np.reshape(result, old_shape)
