@@ -42,6 +42,8 @@ from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
 from dmesh.ops.indexing import keys as fancy_keys
 from dmesh.ops.indexing import masks
+from dmesh.ops.indexing.fancy import block_of
+from dmesh.ops.indexing.mirror import mirror_blocks
 from dmesh.ops.indexing.operands import reduce_in_place
 from dmesh.redistribution import partial_term
 
@@ -230,56 +232,14 @@ def absent_term(spec: DArraySpec, owners: dict[int, int], xp: Any) -> Any:
     return value
 
 
-def mirrored_layout(layout: Layout, dim: int) -> Layout:
-    """``layout`` with the boundaries of ``dim`` mirrored: block ``j`` gets ``k-1-j``'s size."""
-    cut = layout.bounds[dim]
-    if cut is None:
-        return layout
-    k, n = len(cut) - 1, layout.shape[dim]
-    bounds = list(layout.bounds)
-    bounds[dim] = tuple(n - cut[k - j] for j in range(k + 1))
-    return Layout(layout.mesh_shape, layout.placements, layout.shape, tuple(bounds))
-
-
-def mirror_blocks(a: DArray, dim: int) -> DArray:
-    """``a`` reversed along ``dim``, which mesh dims shard: block ``j`` moves to ``k - 1 - j``.
-
-    Each block is reversed and sent to the holder of its mirror, one message
-    per non-empty block over the mesh dims that shard ``dim`` (whose rank order
-    is block order, nested shardings included); the middle block of an odd
-    ``k`` is reversed in place (a copy). Partial placements on other mesh dims
-    stay: each term moves with its block. Collective over those mesh dims.
-    """
-    layout = a.spec.layout
-    spec = DArraySpec(a.mesh, mirrored_layout(layout, dim), a.dtype)
-    coord = a.mesh.coordinate
-    if coord is None:  # not a member: an empty block, no message
-        return DArray(a.local, spec)
-    xp = array_module(a.local)
-    sizes = layout.sizes(dim)
-    k = len(sizes)
-    j = layout.block_number(coord, dim)
-    block = xp.flip(a.local, dim)
-    shape = list(block.shape)
-    shape[dim] = sizes[k - 1 - j]
-    pairs = [(i, k - 1 - i) for i in range(k) if sizes[i] and i != k - 1 - i]
-    got = None
-    if pairs:  # every rank of the group knows the sizes, so all skip alike
-        comm = a.mesh[sharding_mesh_dims(a.placements, dim)].comm()
-        got = coll.permute(block, pairs, comm, recv_shape=shape)
-    if got is None:
-        got = block.copy() if k - 1 - j == j else xp.empty(tuple(shape), a.dtype)
-    return DArray(got, spec)
-
-
 def setitem(a: DArray, key: Any, value: Any) -> None:
-    """``a[key] = value``: a scalar, an array every rank holds, or a DArray of the selection.
+    """``a[key] = value``: a scalar, an array every rank holds, or a DArray that broadcasts.
 
     Local writes only, except that a DArray value is first moved to the
-    selection's layout (collective). Keys with integer arrays or boolean
-    DArrays go to :mod:`dmesh.ops.indexing.fancy` (collective). A ``Partial``
-    array is first reduced in place (collective): it becomes replicated along
-    its partial mesh dims.
+    selection's layout (collective; see :func:`_assign_darray`). Keys with
+    integer arrays or boolean DArrays go to :mod:`dmesh.ops.indexing.fancy`
+    (collective). A ``Partial`` array is first reduced in place (collective):
+    it becomes replicated along its partial mesh dims.
     """
 
     # Writing into partial terms would leave terms that no longer sum to the
@@ -291,24 +251,9 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         _check_fancy_view(a.spec, key)
         fancy_indexing.setitem(a, key, value)
         return
-    layout, local_key, owners, mirrored = plan_index(a.spec, key)
+    layout, local_key, _, mirrored = plan_index(a.spec, key)
     if isinstance(value, DArray):
-        if owners:
-            raise UnsupportedError(
-                "assigning a DArray through an int index on a sharded dim is not supported yet"
-            )
-        if value.shape != layout.shape:
-            raise ArgumentTypeError(
-                f"cannot assign a DArray of shape {value.shape} to a selection of shape "
-                f"{layout.shape}; the shapes must be equal"
-            )
-        if mirrored:  # reversed where the selection steps backwards (a permute, or a view)
-            value = value[
-                tuple(slice(None, None, -1 if d in mirrored else 1) for d in range(value.ndim))
-            ]
-        value = value.with_layout(layout).local
-        if a.mesh.coordinate is not None:
-            a.local[local_key] = value
+        _assign_darray(a, key, layout.shape, value)
         return
     if a.mesh.coordinate is None or any(k is NOT_HELD for k in local_key):
         return
@@ -323,6 +268,57 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         full = xp.flip(full, mirrored)
     coord = a.mesh.coordinate
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
+
+
+def _assign_darray(a: DArray, key: Any, shape: tuple[int, ...], value: DArray) -> None:
+    """``a[key] = value`` for a DArray ``value`` broadcastable to the selection's ``shape``.
+
+    As NumPy: leading length-1 dims beyond the selection's are dropped and the
+    rest broadcast (a 0-d value is one element; a partial one is reduced).
+    Each int of the key becomes a length-1 slice and the value gets a
+    length-1 dim there (views), so that the value is laid out like the
+    selection: its elements go only to the ranks whose blocks they fill, and
+    it is replicated only along the dims it is broadcast over. Collective.
+    """
+    if value.mesh is not a.mesh:
+        raise ArgumentTypeError("the assigned DArray must be on the array's mesh")
+    extra = 0  # NumPy drops leading length-1 dims of a value with more dims than the selection
+    while value.ndim - extra > len(shape) and value.shape[extra] == 1:
+        extra += 1
+    try:
+        fits = np.broadcast_shapes(value.shape[extra:], shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ArgumentError(
+            f"could not broadcast input array from shape {value.shape} into shape {shape}"
+        )
+    items = _expand(key, a.ndim)
+    aligned = [1] * (len(shape) - value.ndim + extra) + list(value.shape[extra:])
+    new_key: list[Any] = []
+    value_shape: list[int] = []
+    d = 0
+    for item in items:
+        if item is None or isinstance(item, slice):
+            new_key.append(item)
+            value_shape.append(aligned.pop(0))
+        else:  # an int: the same element as a length-1 slice, a length-1 dim of the value
+            index = operator.index(item) % a.shape[d]
+            new_key.append(slice(index, index + 1))
+            value_shape.append(1)
+        d += item is not None
+    if tuple(value_shape) != value.shape:
+        reshaped: Any = np.reshape(value, tuple(value_shape))  # only length-1 dims: a view
+        value = reshaped
+    layout, local_key, _, mirrored = plan_index(a.spec, tuple(new_key))
+    if any(d in mirrored and value.shape[d] > 1 for d in range(value.ndim)):
+        # reversed where the selection steps backwards (a permute of the value's blocks)
+        flips = [d in mirrored and value.shape[d] > 1 for d in range(value.ndim)]
+        value = value[tuple(slice(None, None, -1 if f else 1) for f in flips)]
+    coord = a.mesh.coordinate
+    if coord is None:
+        return
+    a.local[local_key] = block_of(value, layout, coord)
 
 
 def _check_fancy_view(spec: DArraySpec, key: Any) -> None:
