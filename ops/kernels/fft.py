@@ -35,9 +35,10 @@ does, so its sharding is moved away first (one more transpose) and
 sharding unless a sharded axis needs one of them; a 2-D array sharded on
 both axes of a 2-D mesh nests the shardings (``(S(0), S(0))``), which moves
 by the general transfer. Partial inputs are reduced first; replicated inputs
-need no message. At 2 ranks the transpose of a 256^3 complex128 slab takes
-about 1.8x a bare ``MPI_Alltoall`` of the same bytes (the packing), 10-15% of
-the ``fftn`` (``scripts/bench_fft.py``): ``with_layout`` is good enough.
+need no message. The intermediates (transform outputs, packed pieces, what
+arrives) live in buffers kept between calls and the transposes of host blocks
+run there (``ops/kernels/fft_transpose.py``: fresh arrays cost new pages every
+call, which was most of the gap between the local FFTs and the ``fftn``).
 
 A 1-D array sharded along its only axis (no other axis can take the
 sharding) takes the four-step algorithm instead (``fft``, ``ifft``, ``rfft``,
@@ -61,6 +62,7 @@ from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.kernels.fft_transpose import Workspace
 from dmesh.ops.registry import decompose
 
 __all__ = ["plan_fft"]
@@ -303,14 +305,18 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
         return DArray(xp.empty((0,) * len(final.shape), dtype), DArraySpec(mesh, final, dtype))
     block = a.local
     layout = a.spec.layout
+    # Intermediates in buffers kept between calls, the result fresh (fft_transpose).
+    work = Workspace(block)
+    count = sum(len(step[1]) if step[0] == "transform" else 1 for step in steps)
     for step in steps:
         if step[0] == "transform":
             fft = array_module(block).fft
             for axis, n, func in step[1]:
-                block = getattr(fft, func)(block, n=n, axis=axis, norm=norm)
+                count -= 1
+                block = work.transform(fft, block, n, axis, func, norm, count == 0)
         else:
-            spec = DArraySpec(mesh, layout, np.dtype(block.dtype))
-            block = DArray(block, spec).with_layout(step[1]).local
+            count -= 1
+            block = work.move(block, mesh, layout, step[1], count == 0)
         layout = step[-1]
     return DArray(block, DArraySpec(mesh, final, np.dtype(block.dtype)))
 
