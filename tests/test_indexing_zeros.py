@@ -10,9 +10,9 @@ import numpy as np
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Partial, Replicate, Shard
+from dmesh import Partial, Replicate, Shard, debug
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from helpers import BitVerdict, assert_raises_all
+from helpers import BitVerdict, Verdict, assert_raises_all
 
 HOSTILE = np.array([-0.0, np.nan, np.inf, -np.inf, 0.0, -1.5, 2.0**-1074, -0.0])
 
@@ -220,3 +220,23 @@ def test_assignment_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.Device
     with dmesh.init_mesh((comm.Get_size(),), comm=comm) as other:
         u = dmesh.distribute(np.ones(7), other, [Shard(0)])
         assert_raises_all(comm, ArgumentTypeError, z.__setitem__, (slice(None), 1), u, match="mesh")
+
+
+def test_masks_and_nonzero_never_gather(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """a[mask], np.nonzero: blocks move to dim 0 by an all-to-all; only counts are gathered."""
+    x = np.arange(48.0).reshape(8, 6) % 7 - 3.0
+    rest = [Replicate()] * (mesh.ndim - 1)
+    layouts: list[list[Any]] = [[Shard(1)] * mesh.ndim, [*rest, Shard(1)]]
+    if mesh.ndim == 2:
+        layouts += [[Shard(0), Shard(1)], [Shard(1), Shard(0)], [Partial("sum"), Shard(1)]]
+    with Verdict(comm) as verdict:
+        for placements in layouts:
+            a = dmesh.distribute(x, mesh, placements)
+            with debug.CommMode() as mode:
+                picked = a[a > 0]
+                rows, cols = np.nonzero(a)
+            gathered = mode.bytes().get("all_gather", (0, 0))[1]
+            verdict.check(gathered <= 4 * 8 * mesh.size(), f"{placements}: gathered {gathered} B")
+            verdict.equal(picked.full_array(), x[x > 0])
+            verdict.equal(rows.full_array(), np.nonzero(x)[0])
+            verdict.equal(cols.full_array(), np.nonzero(x)[1])

@@ -345,7 +345,9 @@ def _row_layout(a: DArray) -> DArray:
     fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
     if fits:
         return a
-    placements = [Shard(0) if m == 0 and a.ndim else Replicate() for m in range(a.mesh.ndim)]
+    # The mesh dims that shard any dim shard dim 0 instead (an all-to-all, never
+    # a gather: replicating a sharded mesh dim would bring its blocks to every rank).
+    placements = [Shard(0) if isinstance(p, Shard) else Replicate() for p in placements]
     return a.redistribute(a.mesh, placements)
 
 
