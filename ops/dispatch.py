@@ -62,6 +62,11 @@ def dispatch_ufunc(
                 kwargs["out"] = kwargs["out"][0]
             axis = inputs[1] if len(inputs) > 1 else kwargs.pop("axis", 0)
             return form(family, inputs[0], axis=axis, **kwargs)
+    special = special_form_for((ufunc, method))
+    if special is not None:  # complex maximum.reduce
+        result = special(*inputs, **kwargs)
+        if result is not NotImplemented:
+            return result
     impl = decomposition_for((ufunc, method))
     if impl is not None:  # ufunc.accumulate
         return impl(*inputs, **kwargs)

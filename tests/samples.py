@@ -173,6 +173,9 @@ SAMPLES[np.take] = [  # a list index is replicated; an ndarray one becomes a DAr
     ((_V, [5, -7]), {"mode": "wrap"}),
 ]
 _Z = _M + 1j * _C  # np.fft: 2-D and 3-D inputs (a sharded 1-D array has no axis to transpose to)
+for _f in (np.max, np.min):  # complex: NumPy's lexicographic order, not an MPI reduction
+    SAMPLES[_f] += [((_Z,), {"axis": 0}), ((_Z,), {}), ((_Z,), {"axis": 1, "keepdims": True})]
+SAMPLES[(np.maximum, "reduce")] += [((_Z, 0), {})]
 for _f in (np.real, np.imag, np.iscomplex, np.isreal):  # complex parts: complex and real data
     SAMPLES[_f] = [((_Z,), {}), ((_M,), {}), ((_Z * (_M > 0.5),), {})]
 SAMPLES[np.angle] = [((_Z,), {}), ((-_M,), {"deg": True}), ((_Z * (_M > 0.5),), {})]

@@ -23,7 +23,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
-from dmesh.ops.registry import keyword_form
+from dmesh.ops.registry import keyword_form, special_form
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
 _SIGNATURES = {func: inspect.signature(func) for func in _FUNCS}
@@ -135,3 +135,35 @@ def _write(name: str, result: Any, out: Any) -> Any:
     moved = result.with_layout(target.spec.layout)
     np.copyto(target.local, moved.local, casting="unsafe")
     return target
+
+
+def _complex_extreme(find_max: bool) -> Callable[..., Any]:
+    """``np.max``/``np.min`` (and ``maximum.reduce``/``minimum.reduce``) of complex data:
+    NumPy orders complex numbers lexicographically, which no MPI reduction does, so the
+    rule's ``Partial`` rows cannot hold them; the candidates kernel finds them instead."""
+
+    def extreme(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(a, DArray) or a.dtype.kind != "c":
+            return NotImplemented
+        from dmesh.ops.kernels.argextreme import extreme_values
+
+        keepdims = bool(kwargs.pop("keepdims", False))
+        if args or any(v is not None and v is not np._NoValue for v in kwargs.values()):
+            raise UnsupportedError(
+                f"np.{'max' if find_max else 'min'} of complex DArrays takes axis and keepdims "
+                f"only; got {sorted(kwargs) or 'more positional arguments'}"
+            )
+        if isinstance(axis, tuple):
+            if len(axis) != 1:
+                raise UnsupportedError(
+                    f"np.{'max' if find_max else 'min'} of complex DArrays over several axes "
+                    f"{axis}: reduce one axis at a time"
+                )
+            axis = axis[0]
+        return extreme_values(a, axis, keepdims, find_max)
+
+    return extreme
+
+
+special_form(np.max, (np.maximum, "reduce"))(_complex_extreme(True))
+special_form(np.min, (np.minimum, "reduce"))(_complex_extreme(False))
