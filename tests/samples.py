@@ -162,7 +162,7 @@ _A = _sample_array("d", (9, 3), 6)  # np.linalg: a tall matrix (TSQR when its ro
 SAMPLES[np.linalg.qr] = [((_A,), {}), ((_A,), {"mode": "r"}), ((_A + 1j * _A[::-1],), {})]
 SAMPLES[np.linalg.svd] = [((_A,), {"full_matrices": False}), ((_A,), {"compute_uv": False})]
 SAMPLES[np.linalg.lstsq] = [((_A, _A[:, 0] ** 2), {}), ((_A, _sample_array("d", (9, 2), 7)), {})]
-_P = _sample_array("d", (4, 4), 8) + 2 * np.eye(4)  # replicated only (sharded: an error)
+_P = _sample_array("d", (4, 4), 8) + 2 * np.eye(4)  # square: sharded, replicated below a size
 SAMPLES[np.linalg.solve] = [((_P, _A[:4]), {}), ((_P, _V), {})]
 for _f in LOCAL_ONLY:  # symmetric positive definite: every function applies
     SAMPLES[_f] = [((_P @ _P.T,), {})]
@@ -193,6 +193,7 @@ SAMPLES[np.copy] = [((_M,), {}), ((_Z,), {})]
 for _f in (np.isposinf, np.isneginf, np.sinc, np.i0):
     SAMPLES[_f] = [((_M * 4 - 2,), {})]
 SAMPLES[np.meshgrid] = [((_V, _V[:3]), {}), ((_V[:2], _V), {"indexing": "ij", "sparse": True})]
+SAMPLES[np.fill_diagonal] = [((_M, 7.0), {}), ((_M, _V[:3]), {"wrap": True})]  # in place
 SAMPLES[np.apply_along_axis] = [((np.sum, 1, _M), {}), ((np.cumsum, 0, _M), {})]
 SAMPLES[np.result_type] = [((_M, np.float32), {}), ((_I.astype(np.int8), _M), {})]
 SAMPLES[np.can_cast] = [((_M, np.float32), {}), ((_I, np.float64), {"casting": "same_kind"})]

@@ -50,7 +50,6 @@ def _flat(x: DArray) -> DArray:
     return x if x.ndim == 1 else cast(DArray, np.ravel(x))
 
 
-
 def _contribution(flat: DArray) -> tuple[np.ndarray, np.ndarray]:
     """(values, flat positions) of the elements this rank contributes: none off the first replica.
 

@@ -30,6 +30,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.placement import Placement, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.indexing.operands import reduce_in_place
 from dmesh.ops.registry import decompose
 from dmesh.triangles import tril_indices, triu_indices
 
@@ -174,14 +175,14 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     if a.ndim < 2:
         raise ArgumentError("array must be at least 2-d")
     if isinstance(val, DArray):
-        raise UnsupportedError(
-            "np.fill_diagonal: val must be a scalar or an array every rank holds, "
-            "not a DArray; gather it with val.full_array() if small"
-        )
-    if any(p.is_partial() for p in a.placements):
-        raise UnsupportedError(f"np.fill_diagonal: cannot write into a Partial array "
-                               f"(placements {a.placements}); reduce it first "
-                               "(a.reduce_partials())")  # fmt: skip
+        if not all(p.is_replicate() for p in val.placements):
+            raise UnsupportedError(
+                "np.fill_diagonal: val must be a scalar or an array every rank holds "
+                f"(a replicated DArray), not one with placements {val.placements}; "
+                "gather it with val.full_array() if small"
+            )
+        val = np.asarray(val.local)
+    reduce_in_place(a)  # a write into partial terms would not sum to the value written
     shape = a.shape
     end = None
     if a.ndim == 2:
