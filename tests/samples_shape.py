@@ -38,6 +38,13 @@ SAMPLES: dict[Any, list[Sample]] = {
     np.unstack: [((_M,), {}), ((_M,), {"axis": 1})],
     np.tile: [((_M, 2), {}), ((_V, (2, 2)), {}), ((_M, (1, 3)), {})],
     np.append: [((_M, _M), {}), ((_M, _C), {"axis": 0}), ((_V, _V), {})],
+    # Reshapes whose row boundaries miss the new rows at some rank counts (re-cut, no gather).
+    np.reshape: [
+        ((_M, (4, 5)), {}),
+        ((_M, (2, 10)), {}),
+        ((_V, (2, 3)), {}),
+        ((_M.reshape(5, 2, 2), (2, 5, 2)), {}),
+    ],
     np.block: [(([_M, _M],), {}), (([_V, _V[:2]],), {})],
     np.dstack: [(([_M, _M],), {}), (([_V, _V],), {})],
     np.column_stack: [(([_M, _M[:, :1]],), {}), (([_V, _V],), {})],
@@ -86,4 +93,6 @@ HOSTILE: dict[Any, list[Sample]] = {
     np.rot90: [((_H,), {}), ((_I, 3), {})],
     np.unstack: [((_H,), {}), ((_I,), {"axis": 1})],
     concatenate_blocks: [(([_H, _H],), {}), (([_I, _I],), {"axis": 1})],
+    np.reshape: [((_H, (4, 5)), {}), ((_I, (2, 10)), {}), ((_H[:, 1:], (3, 5)), {})],
+    np.ravel: [((_H,), {}), ((_I,), {})],
 }
