@@ -53,6 +53,8 @@ from dmesh.windows import bartlett, blackman, hamming, hanning, kaiser
 # __init__ sits outside the layers of the import-linter contract.
 from dmesh import ops
 from dmesh._abort import install as _install_abort_hook
+from dmesh.ops.kernels.solvers import gather_threshold as linalg_gather_threshold
+from dmesh.ops.kernels.solvers import set_gather_threshold as set_linalg_gather_threshold
 
 _install_abort_hook()  # an uncaught exception on any rank aborts the job
 # Debug tools report the first caller outside dmesh and ops (collectives/tracing.py).
@@ -68,6 +70,8 @@ __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencie
     "hanning",
     "indices",
     "kaiser",
+    "linalg_gather_threshold",
+    "set_linalg_gather_threshold",
     "meshgrid",
     "rfftfreq",
     "tri",

@@ -1,4 +1,4 @@
 """Ops with their own communication algorithm, one file per algorithm."""
 
-from dmesh.ops.kernels import partition, search, sets  # noqa: F401  # order, search and sets
-from dmesh.ops.kernels import convolve, fft_shifts  # noqa: F401  # signals: convolve, shifts, hfft
+# Imported for their registrations: order, search and sets; signals (convolve, shifts, hfft).
+from dmesh.ops.kernels import convolve, fft_shifts, partition, search, sets  # noqa: F401

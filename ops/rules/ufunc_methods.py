@@ -220,12 +220,22 @@ def _fold(
     return total, seen
 
 
+# What each method communicates (the first line of its docstring: the README's table).
+_WHAT = {
+    "outer": "the ufunc of broadcast views; the smaller side is replicated (no gather).",
+    "at": "in place, each rank applies the updates in its block (indices every rank "
+    "holds; no communication).",
+    "reduceat": "each block's part of every segment; along a sharded axis the parts "
+    "(the size of the result) are gathered and folded in block order.",
+}
+
+
 def _method(impl: Callable[..., Any], ufunc: np.ufunc) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         return impl(ufunc, *args, **kwargs)
 
     call.__name__ = f"{ufunc.__name__}_{impl.__name__}"
-    call.__doc__ = f"``np.{ufunc.__name__}.{impl.__name__}`` on DArrays (see the module)."
+    call.__doc__ = f"``np.{ufunc.__name__}.{impl.__name__}`` on DArrays: {_WHAT[impl.__name__]}"
     return call
 
 
