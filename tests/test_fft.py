@@ -92,40 +92,6 @@ def test_matches_numpy_for_every_placement(
         _check(comm, got, expected, f"{func.__name__}{placements}")
 
 
-def test_reused_buffers(
-    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Intermediates in the kept buffers (every size here): the same bits as fresh arrays,
-    and a result never shares them (a later call leaves it unchanged)."""
-    x = _RNG.standard_normal((6, 9, 4)) + 1j * _RNG.standard_normal((6, 9, 4))
-    layouts = [p for p in _placements(mesh, 3) if any(isinstance(q, Shard) for q in p)]
-    inputs = []
-    for placements in layouts:
-        a = dmesh.distribute(x, mesh, list(placements))
-        inputs += [(a, x, str(placements)), (a[1:, 2:], x[1:, 2:], f"uneven {placements}")]
-    calls = [(f, kw, c is REAL) for f, c, kw in CASES if kw.get("n") != 2]
-    fresh = {}
-    for a, _, label in inputs:
-        for i, (func, kwargs, real) in enumerate(calls):
-            fresh[label, i] = func(a.real if real else a, **kwargs)
-    monkeypatch.setattr("dmesh.ops.kernels.fft_transpose.MIN_REUSED_BYTES", 0)
-    ok, bad = True, ""
-    for a, _, label in inputs:
-        for i, (func, kwargs, real) in enumerate(calls):
-            got = func(a.real if real else a, **kwargs)
-            before = got.local.copy()
-            func(2 * a.real if real else 2 * a, **kwargs)  # reuses the buffers
-            kept = np.array_equal(got.local, before)
-            again = func(a.real if real else a, **kwargs)
-            want = fresh[label, i]
-            same = kept and got.spec == want.spec and np.array_equal(got.local, want.local)
-            same = same and np.array_equal(again.local, want.local)
-            if not same:
-                ok, bad = False, f"{func.__name__} {kwargs} {label}"
-    assert_all(comm, ok, f"reused buffers changed {bad}")
-    _check(comm, np.fft.fftn(inputs[0][0]), np.fft.fftn(x), "fftn with reused buffers")
-
-
 @pytest.mark.parametrize("norm", NORMS)
 def test_norms(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, norm: str | None) -> None:
     placements = [Shard(0)] + [Shard(1)] * (mesh.ndim - 1)
