@@ -40,9 +40,10 @@ cProfile): the local ``numpy.fft`` passes 80%, the ``Alltoall`` 11%, packing
 the pieces 7%. Keeping the intermediates and the packed and received pieces
 in buffers reused between calls (no fresh pages), or sending the strided
 pieces with an MPI vector datatype instead of packing them, measured the same
-on a quiet machine (within 4%): ``with_layout`` is good enough, and the
-``fftn`` takes 0.5-0.75x the time of mpi4py-fft's ``PFFT`` on the same slab
-decomposition (``scripts/bench_fft.py``).
+on a quiet machine (within 4%): ``with_layout`` is good enough. The ``fftn``
+takes about 0.95x the time of mpi4py-fft's ``PFFT`` (FFTW) on the same slab
+decomposition at 128^3 and 0.76x at 256^3, 0.7x of ``PFFT`` with NumPy's FFT
+(medians of alternating batches, ``scripts/bench_fft.py``).
 
 A 1-D array sharded along its only axis (no other axis can take the
 sharding) takes the four-step algorithm instead (``fft``, ``ifft``, ``rfft``,
