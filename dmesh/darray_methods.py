@@ -24,6 +24,7 @@ from dmesh.core.placement import Partial, Replicate
 
 if TYPE_CHECKING:
     from dmesh.core.spec import DArraySpec
+    from dmesh.darray import DArray
 
 __all__ = ["ArrayMethods", "FlatView", "element_index"]
 
@@ -191,7 +192,7 @@ class ArrayMethods:
     def astype(
         self, dtype: Any, order: Any = "K", casting: Any = "unsafe", subok: Any = True,
         copy: Any = True,
-    ) -> Any:  # fmt: skip
+    ) -> DArray:  # fmt: skip
         """The array converted to ``dtype`` block by block (no communication, unless partial).
 
         A partial array's value is its reduction, so the cast applies to that:
@@ -205,12 +206,12 @@ class ArrayMethods:
         if not np.can_cast(self.dtype, dtype, casting):
             raise TypeError(f"astype: cannot cast {self.dtype} to {dtype} with casting={casting!r}")
         if dtype == self.dtype and not copy:
-            return self
+            return self  # type: ignore[return-value]  # (self is a DArray)
         source: Any = self
         ops = {p.op for p in self._spec.placements if isinstance(p, Partial)}
         if ops and dtype != self.dtype and not _cast_commutes(ops, self.dtype, dtype):
             source = self.reduce_partials()  # type: ignore[attr-defined]
-        return type(self)(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[call-arg]
+        return type(self)(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[call-arg,return-value]
 
     # -- in place ------------------------------------------------------------------------
     def sort(self, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> None:

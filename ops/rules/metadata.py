@@ -41,5 +41,7 @@ def min_scalar_type(a: Any) -> np.dtype:
     collective read, as ``a.item()``.
     """
     if type(a) is DArray and a.ndim == 0:
-        return np.dtype(np.min_scalar_type(np.asarray(a.item(), a.dtype)))
-    return np.dtype(_dtype_of(a))
+        value: np.dtype = np.min_scalar_type(np.asarray(a.item(), a.dtype))
+        return value
+    dtype: np.dtype = np.dtype(_dtype_of(a))
+    return dtype
