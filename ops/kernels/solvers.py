@@ -10,7 +10,7 @@ DArray in any layout:
   leading dim) for ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh`` and
   ``eigvalsh``: every rank computes its own matrices (NumPy's bits, no
   messages); the results keep the stack's sharding;
-* **sharded along a matrix dim, at most** :data:`GATHER_THRESHOLD` **elements**
+* **sharded along a matrix dim, at most** ``GATHER_THRESHOLD`` **elements**
   (``dmesh.ops.kernels.solvers.GATHER_THRESHOLD``, default ``2**22``: a
   2048 x 2048 matrix, 32 MiB of float64; change it with
   :func:`set_gather_threshold` or the :func:`gather_threshold` context
@@ -72,7 +72,7 @@ _BLOCKED = ("cholesky", "solve", "inv", "det", "slogdet")
 
 
 def set_gather_threshold(elements: int) -> int:
-    """Set :data:`GATHER_THRESHOLD` (elements of the matrix) on this rank; returns the old value.
+    """Set ``GATHER_THRESHOLD`` (elements of the matrix) on this rank; returns the old value.
 
     Call it with the same value on every rank (the choice of algorithm must agree).
     """
@@ -85,7 +85,7 @@ def set_gather_threshold(elements: int) -> int:
 
 @contextmanager
 def gather_threshold(elements: int) -> Iterator[None]:
-    """:data:`GATHER_THRESHOLD` set to ``elements`` inside the ``with`` block."""
+    """``GATHER_THRESHOLD`` set to ``elements`` inside the ``with`` block."""
     old = set_gather_threshold(elements)
     try:
         yield
@@ -338,7 +338,7 @@ for _func in LOCAL_ONLY:
 def solve(a: Any, b: Any) -> Any:
     """``np.linalg.solve`` of DArrays (collective).
 
-    A replicated ``a`` (also one replicated here, below :data:`GATHER_THRESHOLD`
+    A replicated ``a`` (also one replicated here, below ``GATHER_THRESHOLD``
     elements): every rank solves its block of ``b``, which keeps its sharding
     along its columns (:func:`~dmesh.ops.kernels.linalg_local.solve_replicated`).
     A larger sharded matrix: blocked LU, ``b`` (1-D or 2-D) moved to the
