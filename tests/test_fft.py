@@ -269,15 +269,13 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
 
 
 def test_sharded_1d_array(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    """A 1-D array sharded along its only axis takes the four-step FFT (fftn too), whose
-    length must factor (tests/test_fft_1d.py tests it further)."""
+    """A 1-D array sharded along its only axis takes the four-step FFT (fftn too), or
+    Bluestein's where its length does not factor (tests/test_fft_1d.py tests it further)."""
     x = COMPLEX[:, 0, 0]
     a = dmesh.distribute(x, mesh, [Shard(0)] * mesh.ndim)
-    if mesh.size() > 1:  # 5 points: no n1 x n2 view with n1, n2 >= 2
-        for func in (np.fft.fft, np.fft.ifft, np.fft.fftn):
-            assert_raises_all(comm, UnsupportedError, func, a, match="factorization")
-    else:  # one block holds the whole axis
-        _check(comm, np.fft.fft(a), np.fft.fft(x), "1-D on one rank")
+    # 5 points: no n1 x n2 view with n1, n2 >= 2 at 2+ blocks: Bluestein's convolution.
+    for func in (np.fft.fft, np.fft.ifft, np.fft.fftn):
+        _check(comm, func(a), func(x), f"1-D {func.__name__}")
     replicated = dmesh.distribute(x, mesh, [Replicate()] * mesh.ndim)
     _check(comm, np.fft.ifft(replicated, n=8), np.fft.ifft(x, n=8), "1-D replicated")
     long = COMPLEX.reshape(-1)[:16]

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.core.placement import Placement
 from helpers import BitVerdict, assert_raises_all
 
@@ -131,17 +132,37 @@ def test_round_trips(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
             check(v, f"ifft(fft) {n}", np.fft.ifft(np.fft.fft(a)), np.fft.ifft(np.fft.fft(x)))
 
 
+@pytest.mark.parametrize("length", [1, 2, 3, 7, 13, 97])
+def test_lengths_without_factorization_take_bluestein(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, length: int
+) -> None:
+    """Primes and lengths too short for the blocks: Bluestein's convolution, NumPy's values."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    x = RNG.normal(size=length) + 1j * RNG.normal(size=length)
+    x[0] = -0.0 if length > 1 else x[0]
+    whole = np.concatenate([x, x])
+    with BitVerdict(comm) as v:
+        for a in (dmesh.distribute(x, mesh, [Shard(0), *rest]),
+                  dmesh.distribute(whole, mesh, [Shard(0), *rest])[length:]):  # fmt: skip
+            calls: list[tuple[Any, dict[str, Any]]] = [
+                (np.fft.fft, {}), (np.fft.ifft, {"norm": "ortho"}),
+                (np.fft.fft, {"n": 2 * length + 1}), (np.fft.ifft, {"norm": "forward"}),
+            ]  # fmt: skip
+            for f, kw in calls:
+                check(v, f"{f.__name__} {length} {kw}", f(a, **kw), f(x, **kw))
+            real = np.real(a)
+            check(v, f"rfft {length}", np.fft.rfft(real), np.fft.rfft(x.real))
+            if length > 1:
+                check(v, f"irfft {length}", np.fft.irfft(a, n=length), np.fft.irfft(x, n=length))
+                check(v, f"hfft {length}", np.fft.hfft(a, n=31), np.fft.hfft(x, n=31))
+
+
 def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    """A length with no factorization, bad ``n``, ``norm`` and dtypes: raised everywhere."""
+    """Bad ``n``, ``norm`` and dtypes: raised everywhere."""
     rest = [Replicate()] * (mesh.ndim - 1)
     s = dmesh.distribute(RNG.normal(size=13), mesh, [Shard(0), *rest])
     z = s + 0.5j
     if comm.Get_size() > 1:
-        for f in (np.fft.fft, np.fft.ifft, np.fft.rfft):
-            assert_raises_all(comm, UnsupportedError, f, s, match="factorization")
-            assert_raises_all(comm, UnsupportedError, f, s, n=17, match="17 has no")
-        assert_raises_all(comm, UnsupportedError, np.fft.irfft, z, n=13, match="factorization")
-        assert_raises_all(comm, UnsupportedError, np.fft.hfft, z, n=31, match="factorization")
         one = dmesh.distribute(np.ones(1) + 0j, mesh, [Shard(0), *rest])
         assert_raises_all(comm, ArgumentError, np.fft.irfft, one, match="data points")
         assert_raises_all(comm, ArgumentError, np.fft.fft, s, n=0, match="data points")

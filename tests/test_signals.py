@@ -264,9 +264,6 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_raises_all(comm, ArgumentError, np.correlate, s, np.ones(0), match="empty")
     if comm.Get_size() > 1:
         assert_raises_all(comm, UnsupportedError, np.convolve, s, np.ones(14), match="longer")
-        assert_raises_all(comm, UnsupportedError, np.fft.fft, s, match="factorization")
-        # n = 13 again: padding (n=) and irfft/hfft are tested in tests/test_fft_1d.py.
-        assert_raises_all(comm, UnsupportedError, np.fft.hfft, s + 0j, n=13, match="factoriz")
         long = dmesh.distribute(np.ones(max(4, comm.Get_size())), mesh, [Shard(0), *rest])
         assert_raises_all(
             comm,

@@ -17,8 +17,8 @@ blocks, multiples of ``n1``) is NumPy's to rounding (about 1e-15 relative).
 
 ``n1`` and ``n2`` must each be at least the number of blocks, so that every
 block of both transposes has rows; a length with no such factorization (a
-prime, or too few points per rank) raises ``UnsupportedError`` on every rank
-before any message.
+prime, or too few points per rank) is transformed by Bluestein's algorithm
+(``fft_bluestein``: a convolution by three four-step FFTs of a power of two).
 
 ``n`` larger than the signal pads it with zeros where the blocks of whole rows
 are made: the signal moves into those rows and each rank appends its zeros
@@ -96,7 +96,6 @@ def sharded_1d(a: DArray, kind: str, n: int | None, norm: Any) -> DArray:
         n = 2 * (m - 1) if kind == "irfft" else m
     if n < 1:
         raise ArgumentError(f"np.fft.{kind}: Invalid number of FFT data points ({n}) specified.")
-    _split(n, a.spec.layout, kind)
     a = a.reduce_partials()
     if kind == "irfft":
         y = four_step(_hermitian(a, n), n, True, norm, kind)
@@ -139,8 +138,14 @@ def four_step(a: DArray, n: int, inverse: bool, norm: Any, name: str) -> DArray:
     """``np.fft.fft`` (or ``ifft``) of ``n`` points of the 1-D DArray ``a`` sharded along axis 0.
 
     ``a`` is cut or zero-padded to ``n``; ``n`` must have a factorization
-    (``_split``). Collective.
+    (``factor``) or is done by Bluestein's convolution of a power-of-two length
+    (``fft_bluestein``). Collective.
     """
+    blocks = math.prod(_levels(a.spec.layout))
+    if factor(n, blocks) is None:
+        from dmesh.ops.kernels.fft_bluestein import bluestein
+
+        return bluestein(a, n, inverse, norm, name, four_step, factor, blocks)
     n1, n2 = _split(n, a.spec.layout, name)
     a = a.reduce_partials()
     if n < a.shape[0]:
