@@ -29,6 +29,7 @@ BENCHMARKS = [
     ("bench_halo.py", 2),
     ("bench_fft.py", 2),
     ("bench_tsqr.py", 2),
+    ("bench_solvers.py", 2),
     ("bench_io.py", 2),
     ("bench_sets.py", 2),
     ("bench_statistics.py", 2),
