@@ -206,3 +206,43 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_raises_all(comm, ArgumentTypeError, np.bincount, nan, match="cast")
     assert_raises_all(comm, ArgumentError, np.bincount, ints, minlength=-1, match="negative")
     assert_raises_all(comm, ArgumentError, np.histogramdd, ints, bins=[2, 3], match="dimension")
+
+
+def _on_edges(x: np.ndarray, bins: int) -> np.ndarray:
+    """``x`` with NumPy's edges and their neighbours inside its range: the estimate's hard cases."""
+    edges = np.histogram_bin_edges(x, bins)
+    near = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
+    near = near.astype(x.dtype)
+    return np.concatenate([x, near[(near >= x.min()) & (near <= x.max())]])
+
+
+def test_uniform_fast_path_like_numpy(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, monkeypatch: Any
+) -> None:
+    """The uniform-bin count (:mod:`histogram_count`) over many small chunks: NumPy's counts
+    for values on and beside every edge, -0.0, explicit ranges dropping NaN and infinities."""
+    from dmesh.ops.kernels import histogram_count
+
+    monkeypatch.setattr(histogram_count, "CHUNK", 7)
+    rng = np.random.default_rng(21)
+    rest = [R] * (mesh.ndim - 1)
+    with BitVerdict(comm) as verdict:
+        for dtype in (np.float64, np.float32):
+            for bins in (1, 3, 10, 100):
+                x = _on_edges(rng.standard_normal(40).astype(dtype), bins)
+                x[:2] = [-0.0, 0.0]
+                rng.shuffle(x)
+                hostile = np.concatenate([x, np.array([np.nan, np.inf, -np.inf, 1e30], dtype)])
+                span = (dtype(-0.5), dtype(1.25))  # in the data's dtype: the fast path too
+                for placements in ([Shard(0), *rest], [R] * mesh.ndim):
+                    a = dmesh.distribute(x, mesh, placements)
+                    _compare(verdict, np.histogram, (a,), (x,), bins=bins)
+                    _compare(verdict, np.histogram, (a[5:],), (x[5:],), bins=bins, density=True)
+                    h = dmesh.distribute(hostile, mesh, placements)
+                    _compare(verdict, np.histogram, (h,), (hostile,), bins=bins, range=span)
+                    _compare(verdict, np.histogram, (h,), (hostile,), bins=bins, range=(-1, 2))
+        tiny = np.array([5e-324, 1e-323, 0.0, -0.0, 1.5e-323])  # subnormal widths
+        big = np.array([-1e307, 1e308, 3.0, 1e308])
+        for y, bins in ((tiny, 1), (tiny, 3), (big, 1), (big, 2), (np.full(9, 7.0), 4)):
+            a = dmesh.distribute(y, mesh, [Shard(0), *rest])
+            _compare(verdict, np.histogram, (a,), (y,), bins=bins)

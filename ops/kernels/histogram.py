@@ -30,6 +30,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.placement import Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.kernels.histogram_count import fast_path_applies, uniform_counts
 from dmesh.ops.registry import decompose
 
 _hist: Any = importlib.import_module("numpy.lib._histograms_impl")  # NumPy's own helpers
@@ -197,6 +198,26 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     return replicated(edges, a.mesh)
 
 
+def _local_counts(block: Any, bins: Any, range: Any, weights: Any, trim: bool) -> Any:
+    """NumPy's ``np.histogram(block, bins, range, weights=weights)`` counts.
+
+    Unweighted float blocks in equal bins take :func:`uniform_counts` (the same
+    counts, faster); ``trim`` says whether values may lie outside ``range``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if weights is None and np.ndim(bins) == 0 and block.size:
+            # The edges and range NumPy's call below would count with (an empty
+            # stand-in: they depend on the block only through its dtype).
+            edges, uniform = _hist._get_bin_edges(block.reshape(-1)[:0], bins, range, None)
+            if uniform is not None:
+                first, last, _ = uniform
+                if fast_path_applies(block, edges, first, last, weights):
+                    return uniform_counts(block, edges, first, last, trim)
+        counts, _ = np.histogram(block, bins, range, weights=weights)
+    return counts
+
+
 @decompose(np.histogram)
 def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
               weights: Any = None) -> tuple[DArray, DArray]:  # fmt: skip
@@ -204,11 +225,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
     a = _prepared(a, "histogram")
     local_weights = _block_weights(weights, a, "histogram")
     edges, (count_bins, count_range) = _edges(a, bins, range, "histogram", weights is not None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        counts, _ = np.histogram(
-            np.asarray(a.local), count_bins, count_range, weights=local_weights
-        )
+    trim = range is not None or isinstance(bins, str)  # else the range is the data's extremes
+    counts = _local_counts(np.asarray(a.local), count_bins, count_range, local_weights, trim)
     counts = summed(counts, a)
     if density:
         widths = np.array(np.diff(edges), float)
