@@ -5,9 +5,10 @@ At 2 ranks, a 1-D float64 array of 10^7 elements sharded over a 1-D mesh:
 one all-reduce of counts per round, a few thousand candidates all-gathered at
 the end) and ``np.histogram(a, bins=100)`` (global min/max, a local count, one
 all-reduce), each beside one-process NumPy on rank 0 of the same run on the
-whole array. Targets: quantiles no slower than NumPy (ratio >= 1), the
-histogram at least 1.6x faster. Every result is checked against NumPy once,
-outside the timings (quantiles bit for bit, counts exactly).
+whole array, in alternating batches (the median of each). Targets: quantiles
+no slower than NumPy (ratio >= 1), the histogram at least 1.6x faster. Every
+result is checked against NumPy once, outside the timings (quantiles bit for
+bit, counts exactly).
 
 Usage: ``mpiexec -n 2 python scripts/bench_statistics.py [out.json]``
 (default ``build/bench/statistics.json``).
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from bench_timing import median_time, one_rank_time, write_results
+from bench_timing import alternating, write_results
 from mpi4py import MPI
 
 import dmesh
@@ -43,8 +44,15 @@ def case(
     want = list(want) if isinstance(want, tuple) else [want]
     exact = all(np.array_equal(g, w) for g, w in zip(got, want))
     exact = bool(comm.allreduce(exact, op=MPI.LAND))
-    ours_s = median_time(comm, ours, repeats, warmup=True)
-    numpy_s = one_rank_time(comm, theirs, repeats, warmup=True)
+    rank0 = comm.Get_rank() == 0
+
+    def baseline() -> None:  # the others wait in the batch's closing all-reduce
+        if rank0:
+            theirs()
+
+    # Alternating batches (ours, NumPy, ours, ...): on the shared 2-core machine,
+    # timing one after the other moved the histogram's ratio between 1.5 and 2.
+    ours_s, numpy_s = alternating(comm, [ours, baseline], 1, repeats)
     return {
         "case": name,
         "dmesh_s": ours_s,
@@ -75,7 +83,7 @@ def main() -> int:
             "histogram bins=100",
             lambda: np.histogram(a, bins=100),
             lambda: np.histogram(full, bins=100),
-            5,
+            9,
         ),
     ]
     if rank == 0:
