@@ -9,7 +9,7 @@ CuPy.
 
 import os as _os
 
-from dmesh import debug, random
+from dmesh import debug, fft, random
 from dmesh.block_maps import map_blocks, map_overlap
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import (
@@ -64,6 +64,7 @@ tracing.add_library_path(_os.path.dirname(ops.__file__))
 __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencies)
     "bartlett",
     "blackman",
+    "fft",
     "fftfreq",
     "fromfunction",
     "hamming",

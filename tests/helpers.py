@@ -240,3 +240,10 @@ def _per_rank(folder: str, stream: str, ranks: int) -> str:
             text = path.read_text(errors="replace")
             texts.append(text if text.endswith("\n") or not text else text + "\n")
     return "".join(texts)
+
+
+def flat_results(result: Any) -> list[Any]:
+    """A result's arrays in order, nested tuples and lists flattened (counts, then edges...)."""
+    if isinstance(result, (tuple, list)):
+        return [x for part in result for x in flat_results(part)]
+    return [result]

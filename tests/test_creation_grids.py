@@ -169,12 +169,17 @@ def test_fftfreq(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
                     verdict,
                     f"rfftfreq({n}, {d}) {p}",
                     np.fft.rfftfreq(n, d),
-                    dmesh.rfftfreq,
+                    dmesh.fft.rfftfreq,  # the numpy.fft-shaped namespace: the same function
                     n,
                     d,
                     mesh=mesh,
                     placements=p,
                 )
+
+
+def test_fft_namespace() -> None:
+    assert dmesh.fft.fftfreq is dmesh.fftfreq
+    assert dmesh.fft.rfftfreq is dmesh.rfftfreq
 
 
 def test_windows(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:

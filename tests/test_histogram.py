@@ -15,15 +15,9 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard, debug
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from helpers import BitVerdict, assert_raises_all
+from helpers import BitVerdict, assert_raises_all, flat_results
 
 R = Replicate()
-
-
-def _flat(result: Any) -> list[Any]:
-    if isinstance(result, (tuple, list)):
-        return [x for part in result for x in _flat(part)]
-    return [result]
 
 
 def _compare(verdict: BitVerdict, func: Callable[..., Any], args: tuple[Any, ...],
@@ -34,8 +28,8 @@ def _compare(verdict: BitVerdict, func: Callable[..., Any], args: tuple[Any, ...
         numpy_kwargs = {
             k: v.full_array() if isinstance(v, dmesh.DArray) else v for k, v in kwargs.items()
         }
-        want = _flat(func(*plain, **numpy_kwargs))
-        got = [x.full_array() for x in _flat(func(*args, **kwargs))]
+        want = flat_results(func(*plain, **numpy_kwargs))
+        got = [x.full_array() for x in flat_results(func(*args, **kwargs))]
     verdict.check(len(got) == len(want), f"{where}: {len(got)} results")
     for i, (g, w) in enumerate(zip(got, want)):
         verdict.bits(f"{where}[{i}]", g)

@@ -14,15 +14,9 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from helpers import BitVerdict, assert_raises_all
+from helpers import BitVerdict, assert_raises_all, flat_results
 
 R = Replicate()
-
-
-def _flat(result: Any) -> list[Any]:
-    if isinstance(result, (tuple, list)):
-        return [x for part in result for x in _flat(part)]
-    return [result]
 
 
 def _compare(verdict: BitVerdict, func: Callable[..., Any], args: tuple[Any, ...],
@@ -32,9 +26,9 @@ def _compare(verdict: BitVerdict, func: Callable[..., Any], args: tuple[Any, ...
                     for k, v in kwargs.items()}  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        want = _flat(func(*plain, **numpy_kwargs))
+        want = flat_results(func(*plain, **numpy_kwargs))
         got = [np.asarray(x.full_array()) if isinstance(x, dmesh.DArray) else np.asarray(x)
-               for x in _flat(func(*args, **kwargs))]  # fmt: skip
+               for x in flat_results(func(*args, **kwargs))]  # fmt: skip
     verdict.check(len(got) == len(want), f"{where}: {len(got)} results")
     for i, (g, w) in enumerate(zip(got, want)):
         verdict.bits(f"{where}[{i}]", g)
