@@ -4,10 +4,11 @@ An ``n x n`` float64 matrix (``n`` = 2048 by default, more sizes as arguments
 ``--n 2048 4096``), row-sharded over the ranks, above the gather threshold (set
 to 0 here, so the blocked algorithms of :mod:`dmesh.ops.kernels.blocked` run),
 beside NumPy on the whole matrix on rank 0; one BLAS thread per rank:
-``np.linalg.cholesky``, ``solve`` (one right-hand side), ``det``, ``slogdet``
-and ``inv``. dmesh times are the slowest rank's, median of 3; NumPy's one run.
-Each result is first checked against NumPy. ``python scripts/bench_solvers.py
-[out.json] [--n N...]`` under mpiexec; results go to ``build/bench/solvers.json``.
+``np.linalg.cholesky``, ``solve`` (one right-hand side), ``det``, ``slogdet``,
+``inv`` and ``eigh`` (parallel block Jacobi, :mod:`dmesh.ops.kernels.jacobi_eigh`).
+dmesh times are the slowest rank's, median of 3; NumPy's one run. Each result
+is first checked against NumPy. ``python scripts/bench_solvers.py [out.json]
+[--n N...]`` under mpiexec; results go to ``build/bench/solvers.json``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def _case(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, n: int) -> list[dict[str,
          lambda: np.linalg.slogdet(a)[1].full_array()),
         ("inv", lambda: np.linalg.inv(a), lambda: np.linalg.inv(full),
          lambda: np.linalg.inv(a).full_array()),
+        ("eigh", lambda: np.linalg.eigh(s), lambda: np.linalg.eigh(spd),
+         lambda: np.linalg.eigh(s)[0].full_array()),
     ]  # fmt: skip
     rows = []
     with solvers.gather_threshold(0):
@@ -71,7 +74,7 @@ def _case(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, n: int) -> list[dict[str,
             error = 0.0
             if rank == 0:
                 want = numpy_call()
-                want = want[1] if name == "slogdet" else want
+                want = want[1] if name == "slogdet" else want[0] if name == "eigh" else want
                 with np.errstate(invalid="ignore"):  # det overflows to inf in both
                     diff = np.where(got == want, 0.0, np.abs(got - want))
                 error = float(np.max(diff) / max(np.max(np.abs(want)), 1e-300))

@@ -22,10 +22,14 @@ DArray in any layout:
   one panel): ``cholesky`` by blocked Cholesky; ``solve``, ``inv``, ``det``
   and ``slogdet`` by blocked LU with partial pivoting (the result of ``inv``
   and ``solve``'s ``x`` have the matrix's row blocks, ``det``/``slogdet``
-  are replicated). A sharded column dim is moved to the rows first (one
-  all-to-all). These equal NumPy's results to rounding, not bit for bit
-  (the sums are grouped by panel), and the same bits on every rank. The
-  other functions (``eigh``, ``eig``, ``pinv``...) and stacks raise
+  are replicated); ``eigh`` and ``eigvalsh`` by parallel block Jacobi
+  (:mod:`dmesh.ops.kernels.jacobi_eigh`: no rank holds more than twice its
+  rows; eigenvalues replicated, eigenvectors in the matrix's row blocks). A
+  sharded column dim is moved to the rows first (one all-to-all). These
+  equal NumPy's results to rounding, not bit for bit (the sums are grouped
+  by panel; eigenvectors are unique only up to a unit factor, or a basis of
+  each eigenspace), and replicated results are the same bits on every rank.
+  The other functions (``eig``, ``pinv``...) and stacks raise
   ``UnsupportedError`` naming the threshold.
 
 Every decision reads shapes, dtypes and placements only, so every rank takes
@@ -47,6 +51,7 @@ from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.kernels import blocked
+from dmesh.ops.kernels.jacobi_eigh import jacobi_eigh
 from dmesh.ops.kernels.linalg_local import LOCAL_ONLY, compute_locally, solve_replicated
 from dmesh.ops.kernels.linalg_operands import (
     by_rows,
@@ -68,7 +73,7 @@ GATHER_THRESHOLD = 2**22
 # Functions whose stack of matrices may be cut along its stack dims: their result's
 # dtype and shape follow from the input's alone (not eig's, real or complex by value).
 _BY_STACK = {"inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh"}
-_BLOCKED = ("cholesky", "solve", "inv", "det", "slogdet")
+_BLOCKED = ("cholesky", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh")
 
 
 def set_gather_threshold(elements: int) -> int:
@@ -323,7 +328,31 @@ def _solve_rows(a: DArray, b: DArray | None) -> DArray:
     return DArray(x.reshape(spec.local_shape()).astype(result, copy=False), spec)
 
 
+def _eigh(a: DArray, UPLO: str = "L", vectors: bool = True) -> Any:
+    """``eigh`` by parallel block Jacobi: eigenvalues replicated, eigenvectors in ``a``'s rows."""
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    compute, result = linalg_dtypes(a.dtype)
+    real = np.dtype(result.char.lower())
+    a, blocks = _rows(a)
+    n = a.shape[0]
+    spec = DArraySpec(a.mesh, rows_layout(a, (n, n)), result)
+    local: np.ndarray | None = None
+    if blocks is None:
+        values, local = np.empty(n, real), np.empty(spec.local_shape(), result)
+    else:
+        values, local = jacobi_eigh(a.local.astype(compute), blocks, UPLO == "L", vectors)
+    w = replicated(values.astype(real, copy=False), a.mesh)
+    if not vectors:
+        return w
+    v = DArray(np.asarray(local).astype(result, copy=False), spec)
+    named: Any = np.linalg._linalg.EighResult  # typed for ndarrays
+    return named(w, v)
+
+
 _LARGE: dict[str, Callable[..., Any]] = {
+    "eigh": _eigh,
+    "eigvalsh": lambda a, UPLO="L": _eigh(a, UPLO, vectors=False),
     "cholesky": _cholesky,
     "det": _det,
     "slogdet": _slogdet,
