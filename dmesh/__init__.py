@@ -51,7 +51,7 @@ from dmesh.windows import bartlett, blackman, hamming, hanning, kaiser
 # Last, once dmesh is complete: ops registers its rules and installs the
 # dispatch hook (dmesh/_hooks.py). The one upward import: the package's own
 # __init__ sits outside the layers of the import-linter contract.
-from dmesh import ops
+from dmesh import array_api, ops
 from dmesh._abort import install as _install_abort_hook
 from dmesh.ops.kernels.solvers import gather_threshold as linalg_gather_threshold
 from dmesh.ops.kernels.solvers import set_gather_threshold as set_linalg_gather_threshold
@@ -62,6 +62,7 @@ tracing.add_library_path(_os.path.dirname(__file__))
 tracing.add_library_path(_os.path.dirname(ops.__file__))
 
 __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencies)
+    "array_api",
     "bartlett",
     "blackman",
     "fft",

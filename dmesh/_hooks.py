@@ -26,6 +26,10 @@ getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).
 setitem: Callable[[Any, Any, Any], None] | None = None
 
+# dmesh.array_api, the Array API namespace ``DArray.__array_namespace__`` returns;
+# installed by dmesh/__init__.py (the namespace sits above DArray's layer).
+array_namespace: Any = None
+
 # Above 0 while NumPy's own implementation of a function runs on DArrays
 # (dmesh.ops.numpy_implementations): a DArray then refuses ``__array__``, so that
 # a function that would need the whole array raises instead of gathering it.

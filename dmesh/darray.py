@@ -19,6 +19,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
 from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
+from dmesh.darray_array_api import ArrayAPIObject
 from dmesh.darray_methods import ArrayMethods, element_index
 from dmesh.redistribution import run_steps
 
@@ -76,7 +77,7 @@ def _scalar_route(spec: DArraySpec) -> Any:
     return route
 
 
-class DArray(ArrayMethods, NDArrayOperatorsMixin):
+class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
 
     Each rank holds one block (a ``numpy.ndarray``, or a ``cupy.ndarray`` on a
@@ -162,11 +163,6 @@ class DArray(ArrayMethods, NDArrayOperatorsMixin):
     def local(self) -> Any:
         """This rank's block (the array itself, not a copy)."""
         return self._local
-
-    @property
-    def device(self) -> str:
-        """``"cpu"`` (NumPy blocks) or ``"cuda"`` (CuPy blocks), the mesh's device."""
-        return str(self._spec.mesh.device)
 
     def to_local(self) -> Any:
         """This rank's block, without communication."""
