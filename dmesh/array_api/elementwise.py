@@ -313,8 +313,9 @@ def pow(x1: DArray | Scalar, x2: DArray | Scalar, /) -> DArray:
         return _call(np.power, x1, x2)
     if not isinstance(x2, DArray):  # a negative Python int: x1 is a DArray
         assert isinstance(x1, DArray)
+        assert isinstance(x2, int)
         unit = _call(np.equal, _call(np.absolute, x1), 1)
-        return _call(np.where, unit, _call(np.power, x1, int(x2) & 1), 0)
+        return _call(np.where, unit, _call(np.power, x1, x2 & 1), 0)
     negative = _call(np.less, x2, 0)
     exponent = _call(np.where, negative, _call(np.bitwise_and, x2, 1), x2)
     powered = _call(np.power, x1, exponent)  # for a negative exponent, x1 ** parity
