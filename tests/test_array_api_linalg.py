@@ -15,7 +15,7 @@ from mpi4py import MPI
 
 import dmesh
 import dmesh.array_api as xp
-from dmesh import Shard
+from dmesh import Replicate, Shard
 from helpers import BitVerdict, assert_raises_all
 
 xs.set_array_api_strict_flags(api_version="2024.12")
@@ -122,6 +122,16 @@ def test_linalg_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
         _same(
             v, "vector_norm axes", la.vector_norm(t, axis=(1, 0)), sla.vector_norm(st, axis=(1, 0))
         )
+        r = dmesh.distribute(np.array(0.4), mesh, [Replicate()] * mesh.ndim)
+        _same(v, "matrix_rank darray", la.matrix_rank(t, rtol=r),
+              sla.matrix_rank(st, rtol=xs.asarray(0.4)))  # fmt: skip
+        _same(v, "pinv darray", la.pinv(t, rtol=r), sla.pinv(st, rtol=xs.asarray(0.4)))
+        small = SQ[:2, :2]  # fewer rows than ranks: empty blocks at 3 and 4 ranks
+        _same(v, "det small", la.det(_rows(small, mesh)), sla.det(xs.asarray(small)))
+        _same(v, "matmul small", xp.matmul(_rows(small, mesh), _rows(small, mesh)),
+              xs.matmul(xs.asarray(small), xs.asarray(small)))  # fmt: skip
+        stack = np.stack([SQ[:3, :3], SPD[:3, :3]])
+        _same(v, "det stack", la.det(_rows(stack, mesh)), sla.det(xs.asarray(stack)))
         _same(v, "svdvals", la.svdvals(t), sla.svdvals(st))
         _same(v, "eigvalsh", la.eigvalsh(p), sla.eigvalsh(sp))
         _same(v, "trace", la.trace(c, offset=1), sla.trace(sc, offset=1))

@@ -35,6 +35,14 @@ def _square(name: str, x: DArray) -> None:
         raise ValueError(f"{name}: x must be a (stack of) square matrices, got shape {x.shape}")
 
 
+def _tolerance(name: str, rtol: Any) -> Any:
+    """``rtol`` as np.linalg takes it: a DArray (one per matrix of the stack) gathered."""
+    if isinstance(rtol, DArray):
+        require_kind(name, "real floating-point", rtol)
+        return np.asarray(rtol.full_array())  # batch-shaped, not matrix-shaped: small
+    return rtol
+
+
 def _matrices(name: str, x: DArray) -> None:
     """A floating-point stack of matrices, or raise (on every rank)."""
     require_kind(name, "floating-point", x)
@@ -121,10 +129,11 @@ def matrix_power(x: DArray, n: int, /) -> DArray:
 def matrix_rank(x: DArray, /, *, rtol: float | DArray | None = None) -> DArray:
     """``np.linalg.matrix_rank(x, rtol=rtol)``: singular values above ``rtol`` times the largest.
 
-    ``rtol=None``: ``max(M, N) * eps`` of x's dtype, as the standard says.
+    ``rtol=None``: ``max(M, N) * eps`` of x's dtype, as the standard says; a DArray
+    ``rtol`` (one per matrix) is gathered, as dmesh's rule takes NumPy values.
     """
     _matrices("matrix_rank", x)
-    result: DArray = _linalg.matrix_rank(x, rtol=rtol)
+    result: DArray = _linalg.matrix_rank(x, rtol=_tolerance("matrix_rank", rtol))
     return result
 
 
@@ -138,9 +147,12 @@ def outer(x1: DArray, x2: DArray, /) -> DArray:
 
 
 def pinv(x: DArray, /, *, rtol: float | DArray | None = None) -> DArray:
-    """``np.linalg.pinv(x, rtol=rtol)``; ``rtol=None``: ``max(M, N) * eps`` (not 1e-15)."""
+    """``np.linalg.pinv(x, rtol=rtol)``; ``rtol=None``: ``max(M, N) * eps`` (not 1e-15).
+
+    A DArray ``rtol`` (one per matrix) is gathered, as dmesh's rule takes NumPy values.
+    """
     _matrices("pinv", x)
-    result: DArray = _linalg.pinv(x, rtol=rtol)
+    result: DArray = _linalg.pinv(x, rtol=_tolerance("pinv", rtol))
     return result
 
 
