@@ -22,7 +22,7 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Shard
 from dmesh.array_api import elementwise
-from helpers import BitVerdict, Verdict, assert_all
+from helpers import BitVerdict, Verdict, assert_all, assert_raises_all
 
 xs.set_array_api_strict_flags(api_version="2024.12")
 
@@ -255,3 +255,31 @@ def test_every_name_has_the_standard_signature() -> None:
         for n in xs.__all__
         if getattr(getattr(xs, n), "__module__", "").endswith("_elementwise_functions")
     )
+
+
+def test_zero_d_and_broadcasting(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    shard = [Shard(0)] * mesh.ndim
+    a = np.array([[1.5], [-0.0], [np.nan]])
+    b = np.array([2.0, -np.inf, 0.5, 3.0])
+    x, y = dmesh.distribute(a, mesh, shard), dmesh.distribute(b, mesh, shard)
+    zero_d = dmesh.distribute(np.array(-2.0), mesh, [dmesh.Replicate()] * mesh.ndim)
+    with BitVerdict(comm) as v:
+        for name in ("add", "atan2", "maximum", "less", "pow", "copysign"):
+            func = getattr(elementwise, name)
+            _check(v, f"{name} broadcast", func(x, y), _reference(name, a, b))
+            _check(v, f"{name} 0-d", func(zero_d, y), _reference(name, np.array(-2.0), b))
+            _check(v, f"{name} 0-d 0-d", func(zero_d, 1.5), _reference(name, np.array(-2.0), 1.5))
+        for name in ("exp", "sign", "round", "abs", "isnan", "real"):
+            got = getattr(elementwise, name)(zero_d)
+            _check(v, f"{name} 0-d", got, _reference(name, np.array(-2.0)))
+
+
+def test_out_of_range_python_int_raises_everywhere(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """An int8 array plus 300 raises on every rank, empty blocks included."""
+    shard = [Shard(0)] * mesh.ndim
+    for data in (np.arange(5, dtype=np.int8), np.arange(1, dtype=np.int8)):
+        x = dmesh.distribute(data, mesh, shard)
+        assert_raises_all(comm, OverflowError, elementwise.add, x, 300)
+        assert_raises_all(comm, OverflowError, elementwise.multiply, -300, x)
