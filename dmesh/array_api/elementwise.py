@@ -309,6 +309,8 @@ def pow(x1: DArray | Scalar, x2: DArray | Scalar, /) -> DArray:
     _require_operands("pow", x1, x2)
     kind = np.result_type(*(x.dtype if isinstance(x, DArray) else x for x in (x1, x2))).kind
     signed = (isinstance(x2, DArray) and x2.dtype.kind == "i") or (type(x2) is int and x2 < 0)
+    if kind == "f":
+        return _real_pow(x1, x2)
     if kind not in "iu" or not signed:
         return _call(np.power, x1, x2)
     if not isinstance(x2, DArray):  # a negative Python int: x1 is a DArray
@@ -324,3 +326,26 @@ def pow(x1: DArray | Scalar, x2: DArray | Scalar, /) -> DArray:
     unit = _call(np.equal, _call(np.absolute, x1), 1)
     zero = _call(np.logical_and, negative, _call(np.logical_not, unit))
     return _call(np.where, zero, 0, powered)
+
+
+def _real_pow(x1: DArray | Scalar, x2: DArray | Scalar) -> DArray:
+    """``np.power`` of reals, with -0 and -inf to the power 0.5 giving +0 and +inf.
+
+    NumPy takes ``sqrt`` for an exponent of 0.5 where the exponent is a
+    scalar or broadcast (so in some blocks only), and sqrt(-0) is -0,
+    sqrt(-inf) NaN; the standard asks +0 and +inf, as C's pow gives.
+    """
+    result = _call(np.power, x1, x2)
+    if not isinstance(x2, DArray) and x2 != 0.5:
+        return result
+    at: DArray | bool
+    if isinstance(x1, DArray):
+        at = _call(np.logical_or, _call(np.equal, x1, 0), _call(np.equal, x1, -np.inf))
+    elif x1 == 0 or x1 == -np.inf:
+        at = True
+    else:
+        return result
+    if isinstance(x2, DArray):
+        at = _call(np.logical_and, at, _call(np.equal, x2, 0.5))
+    magnitude = _call(np.absolute, x1) if isinstance(x1, DArray) else builtins.abs(x1)
+    return _call(np.where, at, magnitude, result)  # a Python float stays weak
