@@ -63,3 +63,22 @@ def test_moving_between_meshes_is_refused(comm: MPI.Intracomm, mesh: dmesh.Devic
         x = dmesh.distribute(np.ones(4), mesh, [Replicate()] * mesh.ndim)
         s = Sharding(other, [Replicate()])
         assert_raises_all(comm, UnsupportedError, x.to_device, s, match="mesh")
+
+
+def test_in_place_operators_keep_dtype_and_shape(comm: MPI.Intracomm) -> None:
+    """The standard's in-place rule: ``x1 op= x2`` keeps ``x1``'s dtype and shape and
+    writes into it; a promotion or broadcast that would change them raises on every rank."""
+    xp = dmesh.array_api
+    ints = xp.arange(5)
+    floats = xp.ones(5)
+    alias = floats
+    floats += xp.astype(ints, xp.float32)
+    floats *= 2
+    assert_all(comm, alias is floats and floats.dtype == np.float64)
+    assert_all(comm, np.array_equal(floats.full_array(), 2 * (1 + np.arange(5.0))))
+    ints -= 1
+    assert_all(comm, ints.dtype == np.int64 and np.array_equal(ints.full_array(), np.arange(-1, 4)))
+    assert_raises_all(comm, TypeError, ints.__iadd__, xp.ones(5))
+    assert_raises_all(comm, TypeError, ints.__imul__, 1.5)
+    row = xp.ones((1, 5))
+    assert_raises_all(comm, Exception, row.__iadd__, xp.ones((3, 5)))
