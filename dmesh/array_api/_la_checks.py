@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh.array_api._checks import require
 from dmesh.darray import DArray
 
 __all__ = ["require", "require_kind", "require_negative_axis"]
@@ -21,16 +22,6 @@ KINDS = {
     "real floating-point": "f",
     "complex floating-point": "c",
 }
-
-
-def require(name: str, *arrays: Any) -> None:
-    """Raise ``TypeError`` naming ``name`` unless every one of ``arrays`` is a DArray."""
-    for x in arrays:
-        if not isinstance(x, DArray):
-            raise TypeError(
-                f"{name}: expected a DArray, got {type(x).__name__}; "
-                "convert it with xp.asarray first (xp = dmesh.array_api)"
-            )
 
 
 def require_kind(name: str, kind: str, *arrays: Any) -> None:
