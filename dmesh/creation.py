@@ -25,6 +25,7 @@ from dmesh.redistribution import partial_term
 
 __all__ = [
     "arange",
+    "as_shape",
     "default_mesh",
     "empty",
     "empty_like",
@@ -96,17 +97,19 @@ def _xp(mesh: DeviceMesh) -> Any:
     return device_module(mesh.device)
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
+def as_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints; ``what``
+    names the argument in the error (raised alike on every rank: it reads no data)."""
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
         dims = tuple(operator.index(n) for n in shape)
     except TypeError as exc:
         raise ArgumentTypeError(
-            f"shape: expected an int or a tuple of ints, got {shape!r}"
+            f"{what}: expected an int or a tuple of ints, got {shape!r}"
         ) from exc
     if any(n < 0 for n in dims):
-        raise ArgumentError(f"shape: negative dimensions are not allowed, got {dims}")
+        raise ArgumentError(f"{what}: negative dimensions are not allowed, got {dims}")
     return dims
 
 
@@ -118,19 +121,19 @@ def _dtype(dtype: Any, default: Any = np.float64) -> np.dtype:
 def empty(shape: Any, *, mesh: Any = None, placements: Any = None, dtype: Any = None) -> DArray:
     """Uninitialized DArray (default: float64, ``Shard(0)`` over a 1-D mesh of all ranks)."""
     dt = _dtype(dtype)
-    return _build(_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).empty(n, dt))
+    return _build(as_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).empty(n, dt))
 
 
 def zeros(shape: Any, *, mesh: Any = None, placements: Any = None, dtype: Any = None) -> DArray:
     """DArray of zeros; only each rank's block is allocated."""
     dt = _dtype(dtype)
-    return _build(_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).zeros(n, dt))
+    return _build(as_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).zeros(n, dt))
 
 
 def ones(shape: Any, *, mesh: Any = None, placements: Any = None, dtype: Any = None) -> DArray:
     """DArray of ones."""
     dt = _dtype(dtype)
-    return _build(_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).ones(n, dt))
+    return _build(as_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).ones(n, dt))
 
 
 def full(
@@ -139,7 +142,7 @@ def full(
     """DArray filled with ``fill_value`` (dtype inferred from it, like ``np.full``)."""
     dt = _dtype(dtype, np.asarray(fill_value).dtype)
     return _build(
-        _shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).full(n, fill_value, dt)
+        as_shape(shape), mesh, placements, dt, lambda s, n: _xp_of(mesh).full(n, fill_value, dt)
     )
 
 

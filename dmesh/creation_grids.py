@@ -17,7 +17,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.core.placement import Replicate, Shard
-from dmesh.creation import _build, _dtype, _shape, _xp_of
+from dmesh.creation import _build, _dtype, _xp_of, as_shape
 from dmesh.darray import DArray
 
 __all__ = ["fromfunction", "indices", "meshgrid", "tri"]
@@ -56,7 +56,7 @@ def tri(
         columns = xp.arange(slices[1].start, slices[1].stop, dtype=np.int64)[None, :]
         return (columns - rows <= offset).astype(dt)
 
-    return _build(_shape((rows_n, cols_n)), mesh, placements, dt, fill)
+    return _build(as_shape((rows_n, cols_n)), mesh, placements, dt, fill)
 
 
 def indices(
@@ -75,7 +75,7 @@ def indices(
     axis ``i`` and 1 elsewhere, by default ``Shard(i)``; ``placements``, when
     given, applies to each.
     """
-    dims = _shape(tuple(dimensions))
+    dims = as_shape(tuple(dimensions))
     dt = _dtype(dtype)
     n = len(dims)
     if sparse:
@@ -180,7 +180,7 @@ def fromfunction(
     same on every rank; a result that does not have the block's shape (a
     scalar) is broadcast to it.
     """
-    dims = _shape(shape)
+    dims = as_shape(shape)
     dt = _dtype(dtype)
     empty_grids = [np.zeros((0,) * len(dims), dt) for _ in dims]
     result_dtype = _dtype(np.asarray(function(*empty_grids, **kwargs)).dtype)

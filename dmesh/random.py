@@ -19,7 +19,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
 from dmesh.core import philox as _philox
-from dmesh.creation import _build, _dtype, _shape, _xp_of
+from dmesh.creation import _build, _dtype, _xp_of, as_shape
 from dmesh.darray import DArray
 
 __all__ = ["integers", "normal", "random", "seed", "standard_normal", "uniform"]
@@ -57,7 +57,7 @@ def _global_index(slices: tuple[slice, ...], shape: tuple[int, ...], xp: Any) ->
 
 
 def _draw(size: Any, mesh: Any, placements: Any, dtype: np.dtype, sample: Any, kind: int) -> DArray:
-    shape = _shape(() if size is None else size)
+    shape = as_shape(() if size is None else size)
     stream = _next_stream(kind)
     key = _state["seed"]
 

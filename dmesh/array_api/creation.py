@@ -21,7 +21,7 @@ from dmesh import creation as dc
 from dmesh.array_api.data_types import COMPLEX, as_dtype
 from dmesh.convert import distribute
 from dmesh.core.placement import Placement, Replicate, Shard
-from dmesh.creation import default_mesh
+from dmesh.creation import as_shape, default_mesh
 from dmesh.darray import DArray
 from dmesh.darray_array_api import Sharding
 from dmesh.mesh import DeviceMesh
@@ -81,16 +81,7 @@ def _array(x: Any, function: str) -> DArray:
 
 
 def _shape(shape: Any, function: str) -> tuple[int, ...]:
-    try:
-        dims = (operator.index(shape),) if not isinstance(shape, tuple) else shape
-        dims = tuple(operator.index(n) for n in dims)
-    except TypeError as exc:
-        raise TypeError(
-            f"{function}: shape must be an int or a tuple of ints, got {shape!r}"
-        ) from exc
-    if any(n < 0 for n in dims):
-        raise ValueError(f"{function}: negative dimensions are not allowed, got {dims}")
-    return dims
+    return as_shape(shape, f"{function}: shape")
 
 
 def empty(shape: Any, *, dtype: Any = None, device: Sharding | None = None) -> DArray:
