@@ -11,7 +11,7 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Shard
+from dmesh import Partial, Replicate, Shard
 from helpers import BitVerdict
 
 xs = pytest.importorskip("array_api_strict")
@@ -65,3 +65,10 @@ def test_program_on_both_namespaces(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh)
         for i, (g, w) in enumerate(zip(ours, theirs)):
             verdict.equal(g.full_array(), np.asarray(w), rtol=1e-12, atol=1e-12)
             verdict.bits(f"summary {i}", g.full_array())
+        # Partial operands: the max over mesh dim 0 of (the data at 0, -inf elsewhere).
+        rest = [Replicate()] * (mesh.ndim - 1)
+        terms = data if mesh.coordinate[0] == 0 else np.full_like(data, -np.inf)
+        partial = dmesh.from_local(terms, mesh, [Partial("max"), *rest])
+        for i, (g, w) in enumerate(zip(summary(partial), theirs)):
+            verdict.equal(g.full_array(), np.asarray(w), rtol=1e-12, atol=1e-12)
+            verdict.bits(f"partial max {i}", g.full_array())

@@ -279,6 +279,12 @@ def test_blocked_eigh_special_matrices(comm: MPI.Intracomm, mesh: dmesh.DeviceMe
             verdict.check(bool(np.isnan(v.full_array()).all()), f"{bad}: eigenvectors")
             unread = np.linalg.eigh(dmesh.distribute(m, mesh, rows), "U")  # below the diagonal
             record_eigh(verdict, f"{bad} unread", unread, m, "U", 1e-12)
+        # A Partial("max") matrix: the max over mesh dim 0 of (the matrix at 0, -inf elsewhere).
+        m = hermitian(n)
+        terms = m if mesh.coordinate[0] == 0 else np.full_like(m, -np.inf)
+        rest = [Replicate()] * (mesh.ndim - 1)
+        partial = dmesh.from_local(terms, mesh, [Partial("max"), *rest])
+        record_eigh(verdict, "partial max", np.linalg.eigh(partial), m, "L", 1e-12)
     x = dmesh.distribute(hermitian(n), mesh, rows)
     assert_raises_all(comm, ValueError, np.linalg.eigh, x, "X", match="UPLO")
 
