@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from bench_timing import alternating, write_results
+from bench_timing import format_seconds as _fmt
 from mpi4py import MPI
 
 import dmesh
@@ -99,10 +100,6 @@ def main() -> int:
     mesh.close()
     comm.Free()
     return 0 if ok else 1
-
-
-def _fmt(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.2f} s"
 
 
 if __name__ == "__main__":

@@ -85,3 +85,8 @@ def write_results(name: str, result: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
     return path
+
+
+def format_seconds(seconds: float) -> str:
+    """A time for the bench tables: milliseconds below 10 s, else seconds."""
+    return f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.2f} s"
