@@ -22,6 +22,7 @@ from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
 from dmesh.darray import DArray
+from dmesh.ops.integer_power import check_integer_power
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
 from dmesh.ops.registry import (
@@ -45,6 +46,8 @@ def dispatch_ufunc(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``ufunc(*inputs, **kwargs)`` with DArray operands (the ``__array_ufunc__`` hook)."""
+    if ufunc is np.power and (method != "__call__" or "where" in kwargs):
+        check_integer_power(method, inputs, kwargs)  # other calls: in call_ufunc
     if method == "__call__":
         if not kwargs:
             return call_ufunc(ufunc, inputs)
@@ -84,6 +87,8 @@ def call_ufunc(
     ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any] | None = None
 ) -> DArray:
     """``ufunc(*inputs, **kwargs)`` without ``out=``/``where=``: one pass of the pipeline."""
+    if ufunc is np.power:  # its integer error is data-dependent: decided for all ranks
+        check_integer_power("__call__", inputs, kwargs or {})
     if not kwargs:
         # The hot path (a cached ``a + b``): the key and the lookup inline.
         if len(inputs) == 2:
@@ -151,6 +156,8 @@ def dispatch_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> An
     referred to by nothing else; the block is reused when it stays in place
     and already has the result's shape and dtype, as NumPy's own elision.
     """
+    if ufunc is np.power:
+        check_integer_power("__call__", inputs, {})
     step = lookup((ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs]))
     if step is None:  # the first call decides (and is remembered), without donating
         return call_ufunc(ufunc, inputs)

@@ -147,3 +147,31 @@ def test_implicit_replication(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_equal_all(comm, y.full_array(), a + b)
     assert_equal_all(comm, z.full_array(), b * a)
     assert_raises_all(comm, TypeError, np.add, x, b)  # off again after the block
+
+
+def test_integer_power_error_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """NumPy's integer-power error comes from the blocks holding a negative exponent; it is
+    decided for the whole array, so every rank raises (or none does), whatever the layout."""
+    sharded = [Shard(0)] * mesh.ndim
+    base = np.array([2, 3, 4, 5, 6, 7, -1], np.int64)
+    exponent = np.array([1, 1, 0, 1, 2, 1, -2], np.int64)  # one negative, in the last block
+    x, y = dmesh.distribute(base, mesh, sharded), dmesh.distribute(exponent, mesh, sharded)
+    match = "negative integer powers"
+    assert_raises_all(comm, ValueError, np.power, x, y, match=match)
+    assert_raises_all(comm, ValueError, lambda: x**y, match=match)
+    assert_raises_all(comm, ValueError, lambda: (x + 0) ** y, match=match)  # a donated temporary
+    assert_raises_all(comm, ValueError, lambda: 2**y, match=match)
+    assert_raises_all(comm, ValueError, np.power, x, -1, match=match)
+    assert_raises_all(comm, ValueError, np.power.outer, x[:2], y, match=match)
+    fine = np.abs(exponent)
+    z = dmesh.distribute(fine, mesh, sharded)
+    assert_equal_all(comm, np.power(x, z).full_array(), np.power(base, fine))
+    # masked out, or nothing computed: no error, as in NumPy
+    mask = dmesh.distribute(exponent >= 0, mesh, sharded)
+    out = dmesh.distribute(np.zeros_like(base), mesh, sharded)
+    np.power(x, y, where=mask, out=out)
+    assert_equal_all(comm, out.full_array()[:-1], np.power(base[:-1], exponent[:-1]))
+    assert_equal_all(comm, np.power(x[:0], y[:0]).full_array(), np.power(base[:0], exponent[:0]))
+    assert_equal_all(
+        comm, np.power(x, y.astype(np.float64)).full_array(), np.power(base, exponent.astype(float))
+    )
