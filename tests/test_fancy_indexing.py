@@ -25,17 +25,21 @@ A2 = np.arange(15.0).reshape(5, 3) ** 2
 KEYS1 = [
     [3, 1], np.array([-1, 0, 4, 4, 2]), [], np.array([[0, 4], [2, -5]]),
     np.array([True, False, True, True, False]), np.s_[None, [2, 2]], np.s_[..., [0]],
+    True, False, np.s_[..., True], np.s_[np.False_, None, 1:],
 ]  # fmt: skip
 KEYS2 = [
     [2, 0], np.s_[:, [2, -1, 0]], np.s_[[1, 1, 4], [0, 2, 2]], np.s_[[[0], [4]], [0, 1, 2]],
     np.s_[1:, [0, 0]], np.s_[[4, 0], 1:], np.s_[2, [1, 0]], np.s_[[1, 3], None, 0],
     np.s_[..., [2, 2]], np.s_[None, [1], :], np.s_[::2, [1]], A2 % 3 == 1, np.s_[[], :],
     np.s_[[[3]], ...], np.s_[-1, [[0], [2]]], np.s_[[0, 2], -1],
+    np.s_[:, True], np.s_[True, 1], np.s_[[[0], [1]], False], np.s_[False, ..., None],
+    np.s_[[4, 1], :, np.True_], np.s_[1, True, [2, 0]],
 ]  # fmt: skip
 A3 = np.arange(60).reshape(3, 4, 5)
 KEYS3 = [np.s_[[0, 2], :, [1, 4]], np.s_[:, [3, 0], ..., [4]], np.s_[1:, [[0], [3]], 2]]  # first
 CASES = [
     (A1, KEYS1), (A2, KEYS2), (A3, KEYS3), (np.arange(1.0) + 7, [[0, 0, -1]]), (np.zeros(0), [[]]),
+    (np.array(4.0), [True, False, np.s_[None, True], np.array(False)]),
 ]  # fmt: skip
 
 
@@ -43,7 +47,7 @@ def layouts(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:
     """Replicated, and each dim sharded over every mesh dim (one mesh dim for a 2-D mesh)."""
     rest = [Replicate()] * (mesh.ndim - 1)
     out = [[Replicate()] * mesh.ndim] + [[Shard(d), *rest] for d in range(ndim)]
-    if mesh.ndim == 2:
+    if mesh.ndim == 2 and ndim > 0:
         out += [[Replicate(), Shard(0)]] + ([[Shard(1), Shard(0)]] if ndim > 1 else [])
     return out
 
@@ -257,3 +261,23 @@ def test_non_members_do_not_hang(comm: MPI.Intracomm) -> None:
         ok = agrees(got, A1[[3, 0, -1]]) and agrees(by_darray, A1[[4, 1, 1]])
         ok = ok and agrees(taken, np.array([-1.0, -1.0]))
         assert_all(comm, ok and got.shape == (3,))
+
+
+def test_zero_dimensional_boolean_darray_index(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """A 0-d bool DArray indexes as a Python bool (a new axis of length 1 or 0), read and write."""
+    failed = []
+    for a in (np.array(3.0), A2):
+        for placements in layouts(mesh, a.ndim):
+            for flag in (True, False):
+                mask = dmesh.distribute(np.array(flag), mesh, [Replicate()] * mesh.ndim)
+                d = dmesh.distribute(a, mesh, placements)
+                if not agrees(d[mask], a[np.array(flag)]) or not agrees(
+                    d[..., mask], a[..., np.array(flag)]
+                ):
+                    failed.append(f"read {placements} {flag}")
+                d[mask] = -1.0
+                want = a.copy()
+                want[np.array(flag)] = -1.0
+                if not agrees(d, want):
+                    failed.append(f"write {placements} {flag}")
+    assert_all(comm, not failed, "; ".join(failed))

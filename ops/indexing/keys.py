@@ -4,7 +4,8 @@ NumPy's rules: the index arrays (and any int next to them) broadcast to one
 shape ``S``, which replaces the indexed dims when the advanced items are
 adjacent in the key and goes first otherwise; a bool ndarray counts as its
 ``nonzero()`` arrays; indices may be negative and are bounds-checked
-(``IndexError``). Every check reads what every rank holds (the key, the
+(``IndexError``); a bool scalar is a new axis of length 1 indexed by
+``[0]`` (True) or ``[]`` (False). Every check reads what every rank holds (the key, the
 spec), so every rank raises alike. DArray indices are checked later, with
 their data (:mod:`dmesh.ops.indexing.fancy`).
 """
@@ -71,9 +72,6 @@ def _as_index(item: Any, spec: DArraySpec) -> Any:
         if item.dtype.kind not in "iu":
             raise IndexError(VALID)
         return item
-    if isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and item.ndim == 0
-                                               and item.dtype == np.bool_):  # fmt: skip
-        raise UnsupportedError("a boolean scalar index (a[True]) is not supported on DArrays")
     array = np.asarray(item)
     if isinstance(item, list) and array.size == 0:
         array = array.astype(np.intp)  # NumPy reads [] as an empty index, not floats
@@ -91,7 +89,7 @@ def parse(spec: DArraySpec, key: Any) -> Plan:
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(
-        max(i.ndim, 1) if isinstance(i, np.ndarray) and i.dtype == np.bool_ else 1
+        i.ndim if isinstance(i, np.ndarray) and i.dtype == np.bool_ else 1
         for i in items
         if i is not None and i is not Ellipsis
     )
@@ -100,6 +98,7 @@ def parse(spec: DArraySpec, key: Any) -> Plan:
     basic: list[Any] = []
     axes: list[int] = []
     dims: list[int] = []
+    sizes: list[int] = []
     indices: list[Any] = []
     at: list[int] = []  # the key position of each index, for NumPy's placement rule
     d = v = 0  # the input dim and the view dim of the next item
@@ -111,11 +110,22 @@ def parse(spec: DArraySpec, key: Any) -> Plan:
             v += width
             continue
         boolean = isinstance(item, np.ndarray) and item.dtype == np.bool_
+        if boolean and item.ndim == 0:
+            # NumPy's a[True]/a[False]: a new axis of length 1, indexed by [0] or [].
+            basic.append(None)
+            indices.append(np.flatnonzero(item.reshape(1)).astype(np.int64))
+            dims.append(d)
+            sizes.append(1)
+            axes.append(v)
+            at.append(k)
+            v += 1
+            continue
         if boolean:
             _check_mask(item, spec.shape, d)
         for part in np.nonzero(item) if boolean else (item,):
             indices.append(part if is_darray(part) else _checked(part, spec.shape[d], d))
             dims.append(d)
+            sizes.append(spec.shape[d])
             axes.append(v)
             basic.append(slice(None))
             at.append(k)
@@ -135,7 +145,7 @@ def parse(spec: DArraySpec, key: Any) -> Plan:
         tuple(basic),
         tuple(axes),
         tuple(dims),
-        tuple(spec.shape[d] for d in dims),
+        tuple(sizes),
         tuple(indices),
         shape,
         axes[0] if adjacent else 0,

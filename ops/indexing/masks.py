@@ -25,7 +25,6 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
@@ -66,9 +65,9 @@ def expand_masks(a: DArray, key: Any) -> tuple[Any, ...]:
             continue
         if _is_mask(item):
             if item.ndim == 0:
-                raise UnsupportedError(
-                    "a 0-d boolean DArray index is not supported; index with a Python bool"
-                )
+                if item.mesh is not a.mesh:
+                    raise IndexError("a boolean DArray index must be on the indexed array's mesh")
+                continue  # a new axis of length 1 or 0, as a Python bool (below)
             for k, n in enumerate(item.shape):
                 if d + k >= a.ndim:
                     raise IndexError(
@@ -86,7 +85,10 @@ def expand_masks(a: DArray, key: Any) -> tuple[Any, ...]:
         d += item.ndim if isinstance(item, (DArray, np.ndarray)) and item.dtype == np.bool_ else 1
     out: list[Any] = []
     for item in items:
-        out.extend(np.nonzero(item) if _is_mask(item) else (item,))
+        if _is_mask(item) and item.ndim == 0:
+            out.append(bool(item))  # collective: every rank gets the value
+        else:
+            out.extend(np.nonzero(item) if _is_mask(item) else (item,))
     return tuple(out)
 
 
