@@ -86,6 +86,10 @@ UNARY: dict[str, Op] = {
     "repeat flat each": lambda a: np.repeat(a, np.arange(a.size) % 4),
     "squeeze": lambda a: np.squeeze(a[:, :1]),
     "swapaxes": lambda a: np.swapaxes(a, 0, 1),
+    "swapaxes negative": lambda a: np.swapaxes(a, axis1=-1, axis2=0),
+    "moveaxis tuple": lambda a: np.moveaxis(a[..., None], (0, 2), (1, 0)),
+    "moveaxis keywords": lambda a: np.moveaxis(a, source=-1, destination=0),
+    "transpose axes": lambda a: np.transpose(a, axes=(-1, 0)),
     "broadcast_arrays": lambda a: np.broadcast_arrays(a, a[:1]),
 }
 
@@ -93,7 +97,8 @@ UNARY: dict[str, Op] = {
 TWO_D = (
     "rot90", "matrix", "linalg", "unstack axis", "block", "dstack", "column", "vsplit",
     "append axis 1", "insert axis 1", "delete axis 1", "concatenate axis=1", "hsplit", "squeeze",
-    "swapaxes", "broadcast", "tile (2,1)", "rollaxis", "roll axis 1", "roll tuple", "dsplit",
+    "swapaxes", "swapaxes negative", "moveaxis tuple", "moveaxis keywords", "transpose axes",
+    "broadcast", "tile (2,1)", "rollaxis", "roll axis 1", "roll tuple", "dsplit",
     "repeat axis 1",
 )  # fmt: skip
 
@@ -197,3 +202,10 @@ def test_errors_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) ->
     assert_raises_all(comm, ValueError, np.repeat, a, -1)
     assert_raises_all(comm, TypeError, np.repeat, a, 1.5)
     assert_raises_all(comm, UnsupportedError, np.repeat, a, v.astype(int))
+    # axes out of range or repeated: NumPy's errors, never a wrapped-around axis
+    assert_raises_all(comm, np.exceptions.AxisError, np.swapaxes, a, 0, 2)
+    assert_raises_all(comm, np.exceptions.AxisError, np.moveaxis, a, (0, 2), (1, 0))
+    assert_raises_all(comm, ValueError, np.moveaxis, a, (0, 1), 0)
+    assert_raises_all(comm, ValueError, np.transpose, a, (0, 0))
+    assert_raises_all(comm, ValueError, np.transpose, a, (0,))
+    assert_raises_all(comm, np.exceptions.AxisError, np.transpose, a, (0, 2))

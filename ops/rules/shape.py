@@ -12,40 +12,67 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
 from dmesh.ops.registry import Call, Row, register
 
 R = Replicate()
 
 
+_PARAMETERS = {
+    "transpose": ("a", "axes"),
+    "swapaxes": ("a", "axis1", "axis2"),
+    "moveaxis": ("a", "source", "destination"),
+}
+
+
+def _arguments(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The call's arguments by position, keywords placed by NumPy's parameter names."""
+    names = _PARAMETERS[name]
+    values = list(args) + [None] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names or names.index(key) < len(args):
+            raise TypeError(f"np.{name}() got an unexpected or repeated keyword argument {key!r}")
+        values[names.index(key)] = value
+    if len(args) > len(names) or (name != "transpose" and any(v is None for v in values)):
+        raise TypeError(f"np.{name}() takes the arguments {', '.join(names)}")
+    return values
+
+
 def _perm(name: str, ndim: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """The permutation, with NumPy's errors for axes out of range (``AxisError``) or repeated."""
+    values = _arguments(name, args, kwargs)
     if name == "transpose":
-        axes = args[1] if len(args) > 1 else kwargs.get("axes")
+        axes = values[1]
         if axes is None:
             return tuple(reversed(range(ndim)))
-        perm = tuple(operator.index(a) % max(ndim, 1) for a in axes)
-        if sorted(perm) != list(range(ndim)):
-            raise ArgumentError(f"np.transpose: axes {tuple(axes)} do not permute {ndim} dims")
-        return perm
+        axes = tuple(axes) if np.iterable(axes) else (axes,)
+        if len(axes) != ndim:
+            raise ValueError("axes don't match array")
+        return tuple(normalize_axis_tuple(axes, ndim, "axes"))
     if name == "swapaxes":
-        a1, a2 = (operator.index(x) % ndim for x in args[1:3])
+        a1, a2 = (normalize_axis_index(operator.index(x), ndim) for x in values[1:3])
         swapped = list(range(ndim))
         swapped[a1], swapped[a2] = swapped[a2], swapped[a1]
         return tuple(swapped)
-    source, destination = args[1], args[2]
-    order = [d for d in range(ndim) if d != operator.index(source) % ndim]
-    order.insert(operator.index(destination) % ndim, operator.index(source) % ndim)
+    source = normalize_axis_tuple(values[1], ndim, "source")
+    destination = normalize_axis_tuple(values[2], ndim, "destination")
+    if len(source) != len(destination):
+        raise ValueError(
+            "`source` and `destination` arguments must have the same number of elements"
+        )
+    order = [d for d in range(ndim) if d not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
     return tuple(order)
 
 
 def _parse(name: str) -> Any:
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
-        if name != "transpose" and kwargs:
-            raise UnsupportedError(f"np.{name} on DArrays takes positional arguments only")
-        a = args[0]
-        return [a], (_perm(name, a.ndim, args, kwargs),)
+        a = args[0] if args else kwargs["a"]
+        rest = {k: v for k, v in kwargs.items() if k != "a"}
+        return [a], (_perm(name, a.ndim, (a, *args[1:]), rest),)
 
     return parse
 
