@@ -82,6 +82,8 @@ def _qr_check(comm: MPI.Intracomm, x: dmesh.DArray, a: np.ndarray, label: str) -
     placed = all(p in (Shard(0), Replicate()) for p in q.placements)
     replicated = r.placements == (Replicate(),) * x.mesh.ndim
     assert_all(comm, layout_ok and placed and replicated, f"{label}: {q!r} {r!r} from {x!r}")
+    below = np.tril(r.full_array(), -1)  # +0.0, as NumPy's (a sign flip must not make -0.0)
+    assert_all(comm, not np.signbit(below.real).any(), f"{label}: -0.0 below R's diagonal")
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
@@ -275,18 +277,54 @@ def test_local_only_functions(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, func:
             assert_raises_all(comm, UnsupportedError, func, sharded, match="gather threshold")
 
 
+STACK = _RNG.standard_normal((3, 5, 2))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_qr_and_svd_of_stacks_and_complete_factors(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, dim: int
+) -> None:
+    """Stacks sharded along the stack (each rank its own matrices) or a matrix dim (replicated
+    below the gather threshold), and the m x m factors of mode='complete' and
+    full_matrices=True: NumPy's factors, Q and U back in the input's layout."""
+    x = dmesh.distribute(STACK, mesh, [Shard(dim)] * mesh.ndim)
+    pairs: list[tuple[Any, Any]] = []
+    for mode in ("reduced", "complete", "r"):
+        got, want = np.linalg.qr(x, mode=mode), np.linalg.qr(STACK, mode=mode)
+        pairs += list(zip(got, want)) if mode != "r" else [(got, want)]
+    for full in (True, False):
+        pairs += list(zip(np.linalg.svd(x, full_matrices=full), np.linalg.svd(STACK, full)))
+    pairs.append((np.linalg.svd(x, compute_uv=False), np.linalg.svd(STACK, compute_uv=False)))
+    for order in (2, -2, "nuc"):
+        pairs.append((np.linalg.norm(x, order, axis=(1, 2)), np.linalg.norm(STACK, order, (1, 2))))
+    tall = dmesh.distribute(TALL, mesh, [Shard(min(dim, 1))] * mesh.ndim)
+    q, r = np.linalg.qr(tall, mode="complete")
+    u, s, vh = np.linalg.svd(tall)
+    pairs += list(zip((q, r), np.linalg.qr(TALL, mode="complete")))
+    pairs += list(zip((u, s, vh), np.linalg.svd(TALL)))
+    same_layout = q.placements == tall.placements and u.placements == tall.placements
+    _check(comm, pairs, f"stack sharded along {dim}")
+    assert_all(comm, same_layout, f"{q!r} {u!r} from {tall!r}")
+
+
 def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     rows = [Shard(0)] * mesh.ndim
     x = dmesh.distribute(TALL, mesh, rows)
-    cases: list[tuple[type[BaseException], Any, tuple[Any, ...], dict[str, Any], str]] = [
+    stack = dmesh.distribute(np.ones((2, 5, 3)), mesh, [Shard(1)] * mesh.ndim)
+    big: list[tuple[type[BaseException], Any, tuple[Any, ...], dict[str, Any], str]] = [
         (UnsupportedError, np.linalg.qr, (x,), {"mode": "complete"}, "m x m"),
         (UnsupportedError, np.linalg.qr, (x,), {"mode": "raw"}, "raw"),
-        (ValueError, np.linalg.qr, (x,), {"mode": "thin"}, "mode"),
         (UnsupportedError, np.linalg.svd, (x,), {}, "full_matrices"),
         (UnsupportedError, np.linalg.svd, (x,), {"full_matrices": False, "hermitian": True},
          "hermitian"),
-        (UnsupportedError, np.linalg.qr, (dmesh.distribute(np.ones((2, 5, 3)), mesh, rows),), {},
-         "stack"),
+        (UnsupportedError, np.linalg.qr, (stack,), {}, "stack"),
+        (UnsupportedError, np.linalg.norm, (stack,), {"ord": 2, "axis": (1, 2)}, "stack"),
+    ]  # fmt: skip
+    with solvers.gather_threshold(0):  # above the threshold: no distributed algorithm
+        for error, func, args, kwargs, match in big:
+            assert_raises_all(comm, error, func, *args, match=match, **kwargs)
+    cases: list[tuple[type[BaseException], Any, tuple[Any, ...], dict[str, Any], str]] = [
+        (ValueError, np.linalg.qr, (x,), {"mode": "thin"}, "mode"),
         (np.linalg.LinAlgError, np.linalg.qr, (dmesh.distribute(np.ones(5), mesh, rows),), {}, ""),
         (np.linalg.LinAlgError, np.linalg.lstsq, (x, dmesh.distribute(np.ones(12), mesh, rows)),
          {}, "Incompatible"),

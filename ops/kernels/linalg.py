@@ -34,7 +34,7 @@ from dmesh.core.layout import sharding_mesh_dims
 from dmesh.core.placement import Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.ops.kernels import solvers  # noqa: F401  # registers solve, inv, det, cholesky...
+from dmesh.ops.kernels import solvers  # registers solve, inv, det, cholesky...
 from dmesh.ops.kernels.linalg_local import LOCAL_ONLY, REPLICATED_MATRIX, compute_locally, stand_in
 from dmesh.ops.kernels.linalg_operands import (
     by_rows,
@@ -84,21 +84,26 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     Returns ``QRResult(Q, R)`` (``R`` alone for ``mode="r"``): ``Q`` has the
     rows' layout (``m x k``, ``k = min(m, n)``), ``R`` is replicated, and both
     equal NumPy's to rounding for a matrix of full column rank (see the module
-    docstring). ``mode="complete"`` of a tall sharded matrix (``Q`` would be
-    ``m x m``) and ``mode="raw"`` raise ``UnsupportedError``.
+    docstring). Stacks sharded along their stack dims are factored by each
+    rank; ``mode="complete"`` (``Q`` is ``m x m``), ``mode="raw"`` and stacks
+    sharded along a matrix dim are computed replicated below the gather
+    threshold (``Q`` then goes back to the input's layout) and raise
+    ``UnsupportedError`` above it.
     """
     if mode not in _QR_MODES:
         raise ArgumentError(f"Unrecognized mode {mode!r}; use one of {_QR_MODES}")
     a = matrix("qr", a)
-    if not is_sharded(a):
-        result = compute_locally(np.linalg.qr, "qr", (a.reduce_partials(),), {"mode": mode})
+    m, n = a.shape[-2:]
+    tsqr_fits = a.ndim == 2 and mode != "raw" and not (mode == "complete" and m > n)
+    result = _without_tsqr(np.linalg.qr, "qr", a, {"mode": mode}, tsqr_fits, m * m)
+    if result is not None:
         return QRResult(*result) if mode in ("reduced", "complete") else result
     if a.ndim > 2:
         raise stack_error("qr", a)
-    m, n = a.shape
-    if mode == "raw" or (mode == "complete" and m > n):
+    if not tsqr_fits:
         raise UnsupportedError(
-            f"np.linalg.qr(mode={mode!r}) of a sharded {m} x {n} matrix is not supported: "
+            f"np.linalg.qr(mode={mode!r}) of a sharded {m} x {n} matrix above the gather "
+            f"threshold ({solvers.GATHER_THRESHOLD} elements) is not supported: "
             + (f"Q would be m x m ({m} x {m}), larger than the matrix itself; use "
                f"mode='reduced' (Q is {m} x {n})" if mode == "complete" else "TSQR has no "
                "single set of Householder reflectors to return; use mode='reduced' or 'r'")
@@ -119,6 +124,34 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     return QRResult(DArray(q, q_spec), r_out)
 
 
+def _without_tsqr(
+    func: Any, name: str, a: DArray, kwargs: dict[str, Any], tsqr_fits: bool, square: int
+) -> Any:
+    """``func(a)`` where TSQR is not the way, else None (collective).
+
+    Replicated: computed on every rank. Sharded along stack dims only: each
+    rank factors its own matrices. Sharded along a matrix dim where TSQR
+    does not apply (a stack, ``mode="complete"``...): replicated on every rank
+    and computed there if the matrix and the ``m x m`` factor (``square``
+    elements per matrix) fit under the gather threshold; the first factor
+    (``Q``, ``U``) then goes back to ``a``'s layout.
+    """
+    if not is_sharded(a):
+        return compute_locally(func, name, (a.reduce_partials(),), kwargs)
+    a = a.reduce_partials()
+    if not solvers.matrix_sharded(a):
+        return solvers.by_stack(func, a, kwargs)
+    stack = a.size // max(a.shape[-1] * a.shape[-2], 1)
+    if tsqr_fits or max(a.size, stack * square) > solvers.GATHER_THRESHOLD:
+        return None
+    result = compute_locally(
+        func, name, (a.redistribute(a.mesh, [Replicate()] * a.mesh.ndim),), kwargs
+    )
+    if isinstance(result, tuple) and result[0].shape == a.shape[:-2] + (a.shape[-2],) * 2:
+        return (solvers.back_to(result[0], a), *result[1:])
+    return result
+
+
 def _factor(
     a: DArray, compute: np.dtype, want_q: bool, normalize: bool, extra: Any = None
 ) -> tuple[Any, Callable[[Any], Any] | None]:
@@ -137,20 +170,25 @@ def svd(
     """``np.linalg.svd`` of a DArray; where the rows are sharded, TSQR and the SVD of ``R``.
 
     ``U = Q @ U_R`` has the rows' layout; ``S`` and ``Vh`` are replicated.
-    ``full_matrices=True`` (NumPy's default) of a tall sharded matrix and
-    ``hermitian=True`` of a sharded one raise ``UnsupportedError``. Collective.
+    Stacks sharded along their stack dims are computed by each rank;
+    ``full_matrices=True`` (NumPy's default) of a tall sharded matrix,
+    ``hermitian=True`` of a sharded one and stacks sharded along a matrix dim
+    are computed replicated below the gather threshold and raise
+    ``UnsupportedError`` above it. Collective.
     """
     a = matrix("svd", a)
-    if not is_sharded(a):
-        kwargs = {"full_matrices": full_matrices, "compute_uv": compute_uv, "hermitian": hermitian}
-        result = compute_locally(np.linalg.svd, "svd", (a.reduce_partials(),), kwargs)
+    m, n = a.shape[-2:]
+    kwargs = {"full_matrices": full_matrices, "compute_uv": compute_uv, "hermitian": hermitian}
+    tsqr_fits = a.ndim == 2 and not (hermitian or (full_matrices and compute_uv and m > n))
+    result = _without_tsqr(np.linalg.svd, "svd", a, kwargs, tsqr_fits, m * m)
+    if result is not None:
         return SVDResult(*result) if compute_uv else result
     if a.ndim > 2:
         raise stack_error("svd", a)
-    m, n = a.shape
-    if hermitian or (full_matrices and compute_uv and m > n):
+    if not tsqr_fits:
         raise UnsupportedError(
-            f"np.linalg.svd of a sharded {m} x {n} matrix with "
+            f"np.linalg.svd of a sharded {m} x {n} matrix above the gather threshold "
+            f"({solvers.GATHER_THRESHOLD} elements) with "
             + ("hermitian=True is not supported" if hermitian else
                "full_matrices=True is not supported: U would be m x m; pass full_matrices=False")
         )  # fmt: skip

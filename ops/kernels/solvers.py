@@ -64,7 +64,15 @@ from dmesh.ops.kernels.linalg_operands import (
 )
 from dmesh.ops.registry import decompose
 
-__all__ = ["GATHER_THRESHOLD", "gather_threshold", "set_gather_threshold"]
+__all__ = [
+    "GATHER_THRESHOLD",
+    "back_to",
+    "by_stack",
+    "gather_threshold",
+    "matrix_sharded",
+    "set_gather_threshold",
+    "stack_sharded",
+]
 
 # A matrix (or stack) sharded along a matrix dim with at most this many elements is
 # replicated on every rank and computed there; a larger one takes a blocked algorithm.
@@ -98,11 +106,13 @@ def gather_threshold(elements: int) -> Iterator[None]:
         set_gather_threshold(old)
 
 
-def _matrix_sharded(a: DArray) -> bool:
+def matrix_sharded(a: DArray) -> bool:
+    """Whether one of the last two (matrix) dims of ``a`` is sharded."""
     return any(isinstance(p, Shard) and p.dim >= a.ndim - 2 for p in a.placements)
 
 
-def _stack_sharded(a: DArray) -> bool:
+def stack_sharded(a: DArray) -> bool:
+    """Whether one of the stack dims (all but the last two) of ``a`` is sharded."""
     return any(isinstance(p, Shard) and p.dim < a.ndim - 2 for p in a.placements)
 
 
@@ -126,7 +136,7 @@ def _replicate(a: DArray) -> DArray:
     return a.redistribute(a.mesh, [Replicate()] * a.mesh.ndim)
 
 
-def _back_to(result: DArray, a: DArray) -> DArray:
+def back_to(result: DArray, a: DArray) -> DArray:
     """A replicated matrix result in ``a``'s placements (a local slice; Partial: Replicate)."""
     placements = [p if isinstance(p, Shard) else Replicate() for p in a.placements]
     if not any(isinstance(p, Shard) for p in placements):
@@ -134,7 +144,7 @@ def _back_to(result: DArray, a: DArray) -> DArray:
     return result.redistribute(result.mesh, placements)
 
 
-def _by_stack(func: Any, a: DArray, kwargs: dict[str, Any]) -> Any:
+def by_stack(func: Any, a: DArray, kwargs: dict[str, Any]) -> Any:
     """``func`` of each rank's own matrices of a stack sharded along its stack dims only."""
     block = a.local if a.mesh.is_member else stand_in_block(a)
     result = func(block, **kwargs)
@@ -166,14 +176,14 @@ def stand_in_block(a: DArray) -> Any:
 def _local_or_gathered(func: Any, name: str, a: DArray, kwargs: dict[str, Any]) -> Any | None:
     """The result where no blocked algorithm is needed, else None (above the threshold)."""
     a = a.reduce_partials()
-    if not _matrix_sharded(a) and _stack_sharded(a) and name in _BY_STACK:
+    if not matrix_sharded(a) and stack_sharded(a) and name in _BY_STACK:
         _square(a)
-        return _by_stack(func, a, kwargs)
-    if not _matrix_sharded(a) and not _stack_sharded(a):
+        return by_stack(func, a, kwargs)
+    if not matrix_sharded(a) and not stack_sharded(a):
         return compute_locally(func, name, (a,), kwargs)
     if a.size <= GATHER_THRESHOLD:
         result = compute_locally(func, name, (_replicate(a),), kwargs)
-        return _back_to(result, a) if name in ("inv", "cholesky") and a.ndim == 2 else result
+        return back_to(result, a) if name in ("inv", "cholesky") and a.ndim == 2 else result
     return None
 
 
@@ -376,7 +386,7 @@ def solve(a: Any, b: Any) -> Any:
     a, b = operands("solve", (a, b))
     a = matrix("solve", a)
     _square(a)
-    if not _matrix_sharded(a) and not _stack_sharded(a):
+    if not matrix_sharded(a) and not stack_sharded(a):
         return solve_replicated(a.reduce_partials(), b)
     if a.size <= GATHER_THRESHOLD:
         return solve_replicated(_replicate(a.reduce_partials()), b)

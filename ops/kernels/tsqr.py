@@ -223,7 +223,8 @@ def tsqr(
     if normalize:
         tops = coll.all_gather(xp.ascontiguousarray(top @ path), 0, comm, sizes=heads)
         signs = _lapack_signs(to_host(tops), to_host(xp.diagonal(r)), k == sum(rows))
-        r = xp.asarray(signs)[:, None] * r
+        # triu: a row's sign flip would make the zeros below the diagonal -0.0
+        r = xp.triu(xp.asarray(signs)[:, None] * r)
         path = path * xp.asarray(signs)
     if times is None:
         return r, None

@@ -168,13 +168,8 @@ def _singular_value_norm(x: Any, ord: Any, rows: int, cols: int, keepdims: bool)
     others = [d for d in range(x.ndim) if d not in (rows, cols)]
     if others:  # a stack of matrices (a 2-D one has the singular values of its transpose)
         x = np.transpose(x, (*others, rows, cols))
-        if any(p.is_shard() for p in x.placements):
-            raise UnsupportedError(
-                f"np.linalg.norm(ord={ord!r}) over axes {(rows, cols)} of a sharded "
-                f"{x.ndim}-D DArray needs the singular values of a sharded stack of matrices, "
-                "which np.linalg.svd does not compute; give a 2-D DArray, or replicate it "
-                "first: x.redistribute(x.mesh, [Replicate()] * x.mesh.ndim)"
-            )
+    # A stack sharded along its stack dims: each rank's own matrices; along a matrix
+    # dim: replicated below the gather threshold, else np.linalg.svd says what works.
     values = np.linalg.svd(x, compute_uv=False)
     if ord == 2:
         result = np.max(values, axis=-1, initial=0)
