@@ -102,9 +102,22 @@ class ArrayAPIObject:
             )
         return _hooks.array_namespace
 
-    def __dlpack__(self: DArray, /, **kwargs: Any) -> Any:  # type: ignore[misc]
-        """DLPack capsule of **this rank's block** (not the global array; no communication)."""
-        return self.local.__dlpack__(**kwargs)
+    def __dlpack__(  # type: ignore[misc]
+        self: DArray,
+        /,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[Any, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """DLPack capsule of **this rank's block** (not the global array; no communication).
+
+        The keywords are the standard's and go to the block's own ``__dlpack__``
+        (given only when set, so a NumPy older than the keyword still works).
+        """
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return self.local.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
     def __dlpack_device__(self: DArray) -> Any:  # type: ignore[misc]
         """DLPack device of this rank's block."""

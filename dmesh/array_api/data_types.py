@@ -3,7 +3,8 @@
 The dtypes are NumPy dtype objects (``xp.float64 is np.dtype(np.float64)``
 compares equal). Promotion follows the standard's table for dtypes of one kind
 (no value-based casting); between kinds, where the standard leaves it to the
-library, :func:`result_type` gives NumPy's answer and :func:`can_cast` says no.
+library, :func:`result_type` and :func:`can_cast` give NumPy's answers (so
+``can_cast(a, b)`` holds exactly where ``result_type(a, b) == b``).
 """
 
 from __future__ import annotations
@@ -128,10 +129,13 @@ def astype(
 
 
 def can_cast(from_: Any, to: Any, /) -> builtins.bool:
-    """Whether ``from_`` promotes to ``to`` by the standard's table (False between kinds)."""
+    """Whether ``from_`` promotes to ``to``: the standard's table within a kind, NumPy's
+    safe casting between kinds (``bool`` to ``float64``, ``int32`` to ``float64``)."""
     a = _dtype_of(from_, "can_cast")
     b = as_dtype(to, "can_cast")
-    return _same_kind(a, b) and np.promote_types(a, b) == b
+    if _same_kind(a, b):
+        return builtins.bool(np.promote_types(a, b) == b)
+    return builtins.bool(np.can_cast(a, b, casting="safe"))
 
 
 def result_type(*arrays_and_dtypes: Any) -> np.dtype:
