@@ -1,8 +1,9 @@
 """Data types and data type functions of the Array API standard (2024.12).
 
-The dtypes are NumPy dtype objects (``xp.float64 is np.dtype(np.float64)``
-compares equal). Promotion follows the standard's table for dtypes of one kind
-(no value-based casting); between kinds, where the standard leaves it to the
+The dtypes are NumPy's scalar types, as in NumPy's own namespace
+(``xp.float64 is np.float64``, equal to ``x.dtype`` of a float64 array).
+Promotion follows the standard's table for dtypes of one kind (no
+value-based casting); between kinds, where the standard leaves it to the
 library, :func:`result_type` and :func:`can_cast` give NumPy's answers (so
 ``can_cast(a, b)`` holds exactly where ``result_type(a, b) == b``).
 """
@@ -40,27 +41,32 @@ __all__ = [
     "uint64",
 ]  # fmt: skip
 
-# ``bool`` is a dtype of the standard: set through globals() so that the builtin
+# The dtype names are NumPy's scalar types, as in NumPy's own namespace
+# (``xp.float64 is np.float64``, equal to ``np.dtype("float64")``, which is what
+# ``x.dtype`` gives). Not dtype instances: ``np.dtype(None)`` is float64, so an
+# instance compares equal to ``None``, which a library's ``table.get(key) == dtype``
+# would read as a match. ``bool`` is set through globals() so that the builtin
 # stays usable in this module as ``builtins.bool``.
-globals()["bool"] = np.dtype(np.bool_)
-int8 = np.dtype(np.int8)
-int16 = np.dtype(np.int16)
-int32 = np.dtype(np.int32)
-int64 = np.dtype(np.int64)
-uint8 = np.dtype(np.uint8)
-uint16 = np.dtype(np.uint16)
-uint32 = np.dtype(np.uint32)
-uint64 = np.dtype(np.uint64)
-float32 = np.dtype(np.float32)
-float64 = np.dtype(np.float64)
-complex64 = np.dtype(np.complex64)
-complex128 = np.dtype(np.complex128)
+globals()["bool"] = np.bool_
+int8 = np.int8
+int16 = np.int16
+int32 = np.int32
+int64 = np.int64
+uint8 = np.uint8
+uint16 = np.uint16
+uint32 = np.uint32
+uint64 = np.uint64
+float32 = np.float32
+float64 = np.float64
+complex64 = np.complex64
+complex128 = np.complex128
 
+# The same as dtype instances, for the checks below.
 BOOL = np.dtype(np.bool_)
-SIGNED = (int8, int16, int32, int64)
-UNSIGNED = (uint8, uint16, uint32, uint64)
-REAL = (float32, float64)
-COMPLEX = (complex64, complex128)
+SIGNED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (int8, int16, int32, int64))
+UNSIGNED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (uint8, uint16, uint32, uint64))
+REAL = (np.dtype(float32), np.dtype(float64))
+COMPLEX = (np.dtype(complex64), np.dtype(complex128))
 DTYPES: tuple[np.dtype, ...] = (BOOL, *SIGNED, *UNSIGNED, *REAL, *COMPLEX)
 KINDS: dict[str, tuple[np.dtype, ...]] = {
     "bool": (BOOL,),

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from dmesh.array_api.creation import default_device
-from dmesh.array_api.data_types import DTYPES, KINDS, as_dtype
+from dmesh.array_api.data_types import DTYPES, KINDS
 from dmesh.darray_array_api import Sharding
 
 __all__ = ["__array_namespace_info__"]
@@ -30,19 +30,19 @@ class Info:
         """The default Sharding; any ``Sharding(mesh, placements)`` is a device too."""
         return [default_device()]
 
-    def default_dtypes(self, *, device: Sharding | None = None) -> dict[str, np.dtype]:
+    def default_dtypes(self, *, device: Sharding | None = None) -> dict[str, type[np.generic]]:
         """float64, complex128, int64 and int64 for indexing, on every device."""
         _check_device(device, "default_dtypes")
         return {
-            "real floating": np.dtype(np.float64),
-            "complex floating": np.dtype(np.complex128),
-            "integral": np.dtype(np.int64),
-            "indexing": np.dtype(np.int64),
+            "real floating": np.float64,
+            "complex floating": np.complex128,
+            "integral": np.int64,
+            "indexing": np.int64,
         }
 
     def dtypes(
         self, *, device: Sharding | None = None, kind: str | tuple[str, ...] | None = None
-    ) -> dict[str, np.dtype]:
+    ) -> dict[str, type[np.generic]]:
         """The supported dtypes by name, those of ``kind`` (a kind name or a tuple) if given."""
         _check_device(device, "dtypes")
         if kind is None:
@@ -55,7 +55,7 @@ class Info:
                         f"dtypes: unknown kind {k!r}; expected one of {', '.join(map(repr, KINDS))}"
                     )
             chosen = tuple(d for d in DTYPES if any(d in KINDS[k] for k in kinds))
-        return {"bool" if d == np.bool_ else d.name: as_dtype(d, "dtypes") for d in chosen}
+        return {"bool" if d == np.bool_ else d.name: d.type for d in chosen}
 
 
 def _check_device(device: Any, function: str) -> None:
