@@ -9,9 +9,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+import numpy as np
+
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
+    "AxisArgumentError",
     "CollectiveMismatchError",
     "DMeshError",
     "ShardingError",
@@ -30,6 +33,13 @@ class ArgumentError(DMeshError, ValueError):
 
 class ArgumentTypeError(DMeshError, TypeError):
     """An argument has a type that is not allowed (also a ``TypeError``)."""
+
+
+class AxisArgumentError(ArgumentError, np.exceptions.AxisError):
+    """An axis out of range: NumPy's ``AxisError`` (so also ``ValueError`` and ``IndexError``).
+
+    Constructed as NumPy's: ``AxisArgumentError(axis, ndim, msg_prefix)`` gives its message.
+    """
 
 
 class ShardingError(DMeshError, ValueError):

@@ -14,7 +14,7 @@ from typing import Any, cast
 import numpy as np
 
 from dmesh.array_api._checks import require, require_real
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, AxisArgumentError
 from dmesh.darray import DArray
 
 __all__: list[str] = ["argsort", "sort"]
@@ -29,7 +29,7 @@ def _axis(name: str, x: DArray, axis: int) -> int:
     if x.ndim == 0:
         raise ArgumentError(f"{name}: x must have at least one dimension (got a 0-d array)")
     if not -x.ndim <= axis < x.ndim:
-        raise ArgumentError(f"{name}: axis {axis} is out of bounds for a {x.ndim}-D array")
+        raise AxisArgumentError(int(axis), x.ndim, name)
     return int(axis) % x.ndim
 
 

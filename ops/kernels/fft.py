@@ -62,7 +62,12 @@ from typing import Any
 import numpy as np
 
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
 from dmesh.core.spec import DArraySpec
@@ -208,9 +213,7 @@ def _axis(axis: Any, ndim: int, name: str) -> int:
     except TypeError as exc:
         raise ArgumentTypeError(f"np.fft.{name}: axes must be ints, got {axis!r}") from exc
     if not -ndim <= value < ndim:
-        raise ArgumentError(
-            f"np.fft.{name}: axis {value} is out of bounds for array of dimension {ndim}"
-        )
+        raise AxisArgumentError(value, ndim, f"np.fft.{name}")
     return value % ndim
 
 

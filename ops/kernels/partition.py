@@ -24,7 +24,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.convert import blocks_on_host, blocks_to
 from dmesh.core.placement import Shard
 from dmesh.core.spec import DArraySpec
@@ -43,7 +48,7 @@ def _axis(axis: Any, ndim: int, name: str) -> int:
     except TypeError as exc:
         raise ArgumentTypeError(f"{name}: axis must be an integer, got {axis!r}") from exc
     if not -max(ndim, 1) <= index < max(ndim, 1):
-        raise ArgumentError(f"{name}: axis {index} is out of bounds for {ndim} dimensions")
+        raise AxisArgumentError(index, ndim, name)
     return index % max(ndim, 1)
 
 

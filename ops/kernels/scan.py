@@ -13,13 +13,14 @@ N-D array is flattened first (``np.ravel``, C order), as NumPy does.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError, UnsupportedError
 from dmesh.core.layout import sharding_mesh_dims
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
@@ -48,11 +49,9 @@ def _scan(
         if a.ndim != 1:
             a = np.ravel(a)
         axis = 0
-    axis = int(axis)
+    axis = operator.index(axis)
     if not -a.ndim <= axis < a.ndim:
-        raise ArgumentError(
-            f"np.{name}: axis {axis} is out of bounds for array of dimension {a.ndim}"
-        )
+        raise AxisArgumentError(axis, a.ndim, f"np.{name}")
     axis %= a.ndim
     a = a.reduce_partials()
     block = local_scan(a.local, axis)
@@ -168,7 +167,12 @@ def diff(a: Any, n: int = 1, axis: int = -1, **kwargs: Any) -> Any:
         raise UnsupportedError("np.diff(..., prepend=/append=) on DArrays is not supported yet")
     if n < 0:
         raise ArgumentError(f"np.diff: order must be non-negative but got {n}")
-    axis = int(axis) % a.ndim
+    if a.ndim == 0:
+        raise ArgumentError("diff requires input that is at least one dimensional")
+    axis = operator.index(axis)
+    if not -a.ndim <= axis < a.ndim:
+        raise AxisArgumentError(axis, a.ndim)
+    axis %= a.ndim
     head = tuple(slice(None) for _ in range(axis))
     for _ in range(n):
         a = a[head + (slice(1, None),)] - a[head + (slice(None, -1),)]

@@ -23,12 +23,13 @@ numbers per rank; see :func:`unique`.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, cast
 
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.errors import UnsupportedError
+from dmesh.collectives.errors import AxisArgumentError, UnsupportedError
 from dmesh.convert import blocks_on_host, blocks_to
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Replicate, Shard
@@ -100,7 +101,10 @@ def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
     if axis is None:
         a = np.ravel(a)
         axis = 0
-    axis = int(axis) % max(a.ndim, 1)
+    axis = operator.index(axis)
+    if not -a.ndim <= axis < a.ndim:  # NumPy's AxisError (a 0-d array has no axis -1)
+        raise AxisArgumentError(axis, a.ndim)
+    axis %= a.ndim
     a = a.reduce_partials()
     sharded = any(isinstance(p, Shard) and p.dim == axis for p in a.placements)
     if not sharded or a.mesh.coordinate is None:

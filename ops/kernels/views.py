@@ -29,7 +29,7 @@ import numpy as np
 
 from dmesh.collectives.blocks import resolve_shape
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError, UnsupportedError
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
@@ -205,11 +205,26 @@ def ravel(a: Any, order: str = "C") -> DArray:
     return _reshaped(a, (a.size,))
 
 
+def _axes(axes: Any, ndim: int) -> tuple[int, ...]:
+    """Each axis in ``[0, ndim)``, NumPy's ``AxisError`` (on every rank) if out of range."""
+    out = []
+    for axis in axes:
+        value = operator.index(axis)
+        if not -ndim <= value < ndim:
+            raise AxisArgumentError(value, ndim)
+        out.append(value % ndim)
+    return tuple(out)
+
+
 @decompose(np.squeeze)
 def squeeze(a: Any, axis: Any = None) -> DArray:
     """``np.squeeze``: drop length-1 dims (a view: nothing moves)."""
-    axes = tuple(range(a.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-    axes = tuple(operator.index(x) % a.ndim for x in axes)
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:  # NumPy's checks and messages; a list is refused, as NumPy does
+        axes = _axes(axis if isinstance(axis, tuple) else (operator.index(axis),), a.ndim)
+        if len(set(axes)) != len(axes):
+            raise ArgumentError("duplicate value in 'axis'")
     if any(a.shape[x] != 1 for x in axes) and axis is not None:
         raise ArgumentError("cannot select an axis to squeeze out which has size not equal to one")
     return _reshaped(a, tuple(n for d, n in enumerate(a.shape) if not (d in axes and n == 1)))
@@ -218,9 +233,10 @@ def squeeze(a: Any, axis: Any = None) -> DArray:
 @decompose(np.expand_dims)
 def expand_dims(a: Any, axis: Any) -> DArray:
     """``np.expand_dims``: insert length-1 dims (a view: nothing moves)."""
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    ndim = a.ndim + len(axes)
-    positions = sorted(operator.index(x) % ndim for x in axes)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    positions = sorted(_axes(axes, a.ndim + len(axes)))  # in range of the result
+    if len(set(positions)) != len(positions):
+        raise ArgumentError("repeated axis")
     shape = list(a.shape)
     for p in positions:
         shape.insert(p, 1)

@@ -16,12 +16,18 @@ or replicated DArrays; a sharded one raises ``UnsupportedError``.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.convert import distribute
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Replicate
@@ -244,6 +250,9 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
     """
     if not isinstance(y, DArray):
         raise UnsupportedError("np.trapezoid: y must be the DArray (x may be a DArray too)")
+    axis = operator.index(axis)
+    if not -y.ndim <= axis < y.ndim:  # NumPy: an IndexError (AxisArgumentError is one)
+        raise AxisArgumentError(axis, y.ndim, "np.trapezoid")
     mesh = y.mesh
     if x is None:
         d = dx
@@ -257,7 +266,7 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
             d = d.reshape(shape)
         else:
             d = np.diff(x, axis=axis)
-    axis = int(axis) % y.ndim
+    axis %= y.ndim
     head = (slice(None),) * axis
     upper, lower = y[head + (slice(1, None),)], y[head + (slice(None, -1),)]
     return (d * (upper + lower) / 2.0).sum(axis)

@@ -20,7 +20,12 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from dmesh import _hooks
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
 from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
@@ -38,10 +43,22 @@ def _parse_join(name: str) -> Any:
         arrays = list(arrays)
         if not arrays:
             raise ArgumentError(f"np.{name}: need at least one array")
-        ndim = getattr(arrays[0], "ndim", 0) + (1 if name == "stack" else 0)
-        return arrays, (name, operator.index(axis) % max(ndim, 1))
+        first = arrays[0]
+        ndim = first.ndim if hasattr(first, "ndim") else np.ndim(first)
+        ndim += 1 if name == "stack" else 0
+        return arrays, (name, _checked_axis(axis, ndim))
 
     return parse
+
+
+def _checked_axis(axis: Any, ndim: int) -> int:
+    """``axis`` in ``[0, ndim)``; NumPy's errors (0-d arrays, AxisError) on every rank."""
+    if ndim == 0:
+        raise ArgumentError("zero-dimensional arrays cannot be concatenated")
+    value = operator.index(axis)
+    if not -ndim <= value < ndim:
+        raise AxisArgumentError(value, ndim)
+    return value % ndim
 
 
 def _join_shape(call: Call) -> tuple[int, ...]:
@@ -140,7 +157,7 @@ def concatenate(
         items = [np.ravel(x) for x in items]
         axis = 0
     ndim = np.ndim(items[0])
-    if ndim and any(sharded_along(x, operator.index(axis) % ndim) for x in items):
+    if ndim and any(sharded_along(x, _checked_axis(axis, ndim)) for x in items):
         return join(items, operator.index(axis))
     dispatch = _hooks.dispatch_function  # (the hook: the rules do not import the dispatcher)
     assert dispatch is not None  # installed with the ops package, which defines this module

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 
 from dmesh.collectives.device import array_module
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.core.placement import Partial, Replicate, Shard
 from dmesh.ops.registry import Call, Row, partial_survives, register
 
@@ -97,9 +102,7 @@ def _axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
         except TypeError as exc:
             raise ArgumentTypeError(f"np.{name}: axis must be ints, got {axis!r}") from exc
         if not -ndim <= value < ndim:
-            raise ArgumentError(
-                f"np.{name}: axis {value} is out of bounds for an array of dimension {ndim}"
-            )
+            raise AxisArgumentError(value, ndim, f"np.{name}")
         out.append(value % ndim)
     if len(set(out)) != len(out):
         raise ArgumentError(f"np.{name}: duplicate value in axis {axis!r}")
