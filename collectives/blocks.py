@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError, ArgumentTypeError
 
 
 @lru_cache(maxsize=4096)
@@ -33,10 +33,7 @@ def normalize_axis(axis: Any, ndim: int, argument: str = "axis") -> int:
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise ArgumentTypeError(f"{argument}: expected an int, got {type(axis).__name__}: {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ArgumentError(
-            f"{argument}={axis} is out of range for an array of {ndim} dimension(s); "
-            f"allowed: {-ndim} to {ndim - 1}"
-        )
+        raise AxisArgumentError(axis, ndim, argument)
     return axis + ndim if axis < 0 else axis
 
 

@@ -43,6 +43,10 @@ OPS: dict[str, Op] = {
     "partition": lambda a, ax: np.take(np.partition(a, 1, axis=ax), 1, axis=ax),
     "fft": lambda a, ax: np.fft.fft(a, axis=ax),
     "expand_dims": lambda a, ax: np.expand_dims(a, ax),
+    "argmax": lambda a, ax: np.argmax(a, axis=ax),
+    "average": lambda a, ax: np.average(a, axis=ax),
+    "median": lambda a, ax: np.median(a, axis=ax),
+    "add.accumulate": lambda a, ax: np.add.accumulate(a, axis=ax),
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 import numpy as np
 
 from dmesh.array_api._checks import require
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, AxisArgumentError
 from dmesh.darray import DArray
 
 __all__: list[str] = ["all", "any", "diff"]
@@ -49,7 +49,7 @@ def diff(
     if x.ndim == 0:
         raise ArgumentError("diff: x must have at least one dimension (got a 0-d array)")
     if not -x.ndim <= axis < x.ndim:
-        raise ArgumentError(f"diff: axis {axis} is out of bounds for a {x.ndim}-D array")
+        raise AxisArgumentError(axis, x.ndim, "diff")
     parts = [p for p in (prepend, x, append) if p is not None]
     require("diff", *parts)
     if len(parts) > 1:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError, UnsupportedError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
@@ -51,9 +51,7 @@ def _extreme(
         return _along(a, None, keepdims, find_max, values)
     axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
-        raise ArgumentError(
-            f"np.{name}: axis {axis} is out of bounds for array of dimension {a.ndim}"
-        )
+        raise AxisArgumentError(axis, a.ndim, f"np.{name}")
     axis %= a.ndim
     if a.shape[axis] == 0:
         raise ArgumentError(f"attempt to get {name} of an empty sequence")

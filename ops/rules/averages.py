@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.darray import DArray
 from dmesh.ops.kernels.histogram import replicated
 from dmesh.ops.registry import decompose
@@ -35,7 +40,7 @@ def _normalized_axis(axis: Any, ndim: int) -> Any:
     try:
         return np.lib.array_utils.normalize_axis_tuple(axis, ndim, argname="axis")
     except np.exceptions.AxisError as exc:
-        raise ArgumentError(str(exc)) from exc
+        raise AxisArgumentError(str(exc)) from exc
 
 
 @decompose(np.average)

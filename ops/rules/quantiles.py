@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisArgumentError,
+    UnsupportedError,
+)
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
@@ -54,7 +59,7 @@ def _reduced(a: DArray, axis: Any, name: str) -> tuple[int, ...]:
     try:
         return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, a.ndim)))
     except np.exceptions.AxisError as exc:
-        raise ArgumentError(f"np.{name}: {exc}") from exc
+        raise AxisArgumentError(f"np.{name}: {exc}") from exc
 
 
 def _check(a: Any, name: str, out: Any, weights: Any, method: str) -> DArray:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError, UnsupportedError
 from dmesh.collectives.gathers import all_gather
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Replicate
@@ -147,7 +147,7 @@ def reduceat(ufunc: np.ufunc, a: Any, indices: Any, axis: int = 0, dtype: Any = 
     if isinstance(indices, DArray):
         raise UnsupportedError(f"{name}: pass indices every rank holds, not a DArray")
     if not -a.ndim <= axis < a.ndim:
-        raise ArgumentError(f"{name}: axis {axis} is out of bounds for a {a.ndim}-D array")
+        raise AxisArgumentError(axis, a.ndim, name)
     axis %= a.ndim
     index = np.asarray(indices)
     index = index.astype(np.intp) if index.size == 0 else index
