@@ -36,7 +36,7 @@ from dmesh.collectives.errors import (
     UnsupportedError,
 )
 from dmesh.core.placement import Partial, Replicate, Shard
-from dmesh.ops.registry import Call, Row, partial_survives, register
+from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
 
@@ -302,3 +302,15 @@ for _ufunc in UFUNC_REDUCE:
     register((_ufunc, "reduce"), name=f"reduction.{_ufunc.__name__}.reduce", out_shape=out_shape,
              parse=_parse_ufunc_reduce(_ufunc), run=run, dim_map=dim_map,
              specialize=specialize)(rows)  # fmt: skip
+
+
+@decompose(np.amax)
+def amax(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.amax``: NumPy's alias of ``np.max`` (a function of its own, so dispatched apart)."""
+    return np.max(a, *args, **kwargs)
+
+
+@decompose(np.amin)
+def amin(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.amin``: NumPy's alias of ``np.min``."""
+    return np.min(a, *args, **kwargs)
