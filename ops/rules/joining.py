@@ -249,14 +249,14 @@ def split(a: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 
 
 @decompose(np.vstack)
-def vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+def vstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
     """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0."""
     arrays = [x[None] if x.ndim == 1 else x for x in tup]
     return np.concatenate(arrays, axis=0, dtype=dtype, casting=casting)
 
 
 @decompose(np.hstack)
-def hstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+def hstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
     """``np.hstack``: concatenate along axis 1 (axis 0 for 1-D arrays)."""
     arrays = list(tup)
     axis = 0 if arrays[0].ndim == 1 else 1
