@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from dmesh.collectives.errors import ArgumentError, AxisArgumentError, ArgumentTypeError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, AxisArgumentError
 
 
 @lru_cache(maxsize=4096)
