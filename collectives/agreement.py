@@ -34,6 +34,7 @@ from dmesh.collectives import tracing
 from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
+    AxisArgumentError,
     CollectiveMismatchError,
     DMeshError,
     ShardingError,
@@ -46,6 +47,7 @@ __all__ = ["raise_if_any_failed", "raise_root_error"]
 # The classes every rank can name without pickling; callers add their own.
 _KNOWN: tuple[type[Exception], ...] = (
     ArgumentError,
+    AxisArgumentError,
     ArgumentTypeError,
     ShardingError,
     UnsupportedError,

@@ -33,7 +33,10 @@ def normalize_axis(axis: Any, ndim: int, argument: str = "axis") -> int:
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise ArgumentTypeError(f"{argument}: expected an int, got {type(axis).__name__}: {axis!r}")
     if not -ndim <= axis < ndim:
-        raise AxisArgumentError(axis, ndim, argument)
+        raise AxisArgumentError(
+            f"{argument}={axis} is out of range for an array of {ndim} dimension(s); "
+            f"allowed: {-ndim} to {ndim - 1}"
+        )
     return axis + ndim if axis < 0 else axis
 
 

@@ -70,7 +70,7 @@ for _u in UFUNCS:
 _M = _sample_array("d", (5, 4), 1)
 _V = _sample_array("d", (4,), 2)
 for _f in (np.sum, np.prod, np.max, np.min, np.mean, np.any, np.all, np.count_nonzero, np.nansum,
-           np.nanprod):  # fmt: skip
+           np.nanprod, np.amax, np.amin):  # fmt: skip
     SAMPLES[_f] = [((_M,), {}), ((_M,), {"axis": 0}), ((_M,), {"axis": -1, "keepdims": True})]
 for _u in (np.add, np.multiply, np.maximum, np.minimum, np.logical_or, np.logical_and):
     SAMPLES[(_u, "reduce")] = [((_M > 0.5 if _u.__name__.startswith("logical") else _M, 0), {})]
