@@ -1,0 +1,197 @@
+"""``compile(fn)``: trace once per signature, agree the plan across ranks, replay it.
+
+The first call with a signature (see :mod:`~dmesh.ops.compiler.signature`)
+traces ``fn`` on spec-only stand-ins (:mod:`~dmesh.ops.compiler.trace`,
+no message), the ranks of the arguments' mesh agree on the plan
+(:mod:`~dmesh.ops.compiler.agreement`, one ``Allgather``), and the plan runs,
+checked, on the blocks (:mod:`~dmesh.ops.compiler.replay`). Later calls with
+the same signature replay the plan. A trace that meets something it cannot
+record (a graph break) makes that signature run ``fn`` eagerly, on every
+rank alike since the break depends on specs only; :attr:`Compiled.breaks`
+keeps the reasons.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
+
+import numpy as np
+
+from dmesh.darray import DArray
+from dmesh.ops.compiler.agreement import agree
+from dmesh.ops.compiler.errors import GraphBreak
+from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.signature import Unkeyable, rebuild, signature
+from dmesh.ops.compiler.trace import StandIn, Trace, tracing
+
+__all__ = ["Compiled", "compile"]
+
+R = TypeVar("R")
+CACHE_SIZE = 64  # plans kept per compiled function (specs hold meshes: bounded)
+_CONSTANTS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+
+
+class _Out:
+    """Where an output DArray goes in the returned structure: the plan's output ``index``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+@dataclass
+class Entry:
+    """What one signature runs: a plan (with its mesh communicator), or eagerly (a reason)."""
+
+    plan: Plan | None
+    template: Any = None  # the returned structure, outputs as _Out
+    comm: Any = None
+    eager: str | None = None  # why this signature runs eagerly
+
+
+class Compiled(Generic[R]):
+    """A compiled function: call it as ``fn``; plans are cached per call signature."""
+
+    def __init__(self, fn: Callable[..., R], cache_size: int = CACHE_SIZE) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.cache_size = cache_size
+        self.plans: OrderedDict[Any, Entry] = OrderedDict()
+        self.traces = 0  # how many times fn was traced
+        self.evictions = 0  # plans dropped from the full cache
+        self.breaks: list[str] = []  # graph-break reasons, most recent last
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
+        try:
+            key, leaves = signature(args, kwargs)
+        except Unkeyable:
+            return self.fn(*args, **kwargs)  # no cache key: the plain call
+        if not leaves:
+            return self.fn(*args, **kwargs)  # no DArray: nothing to compile
+        entry = self.plans.get(key)
+        if entry is None:
+            return self._first(key, leaves, args, kwargs)
+        plan = entry.plan
+        if plan is None:
+            return self.fn(*args, **kwargs)
+        outputs = plan.run([x._local for x in leaves])
+        return self._result(entry, plan, outputs, leaves)  # type: ignore[no-any-return]
+
+    def _first(self, key: Any, leaves: list[DArray], args: Any, kwargs: dict[str, Any]) -> R:
+        """Trace, agree, keep the entry, run it (checked)."""
+        mesh = leaves[0].mesh
+        if any(x.mesh is not mesh for x in leaves):
+            return self._eager(key, Entry(None, eager="DArrays on several meshes"), args, kwargs)
+        if not mesh.is_member:  # nothing to agree with: this rank holds no blocks
+            return self._eager(
+                key, Entry(None, eager="this rank is outside the mesh"), args, kwargs
+            )
+        self.traces += 1
+        trace = Trace()
+        stand_ins = iter([trace.stand_in(x.spec) for x in leaves])
+        template = None
+        with tracing(trace):
+            try:
+                out = self.fn(
+                    *rebuild(args, lambda _: next(stand_ins)),
+                    **rebuild(kwargs, lambda _: next(stand_ins)),
+                )
+                outputs: list[int] = []
+                template = _template(out, trace, outputs)
+            except GraphBreak:
+                pass
+            except Exception as exc:
+                trace.broken = trace.broken or f"tracing raised {type(exc).__name__}"
+        lines = trace.descriptions()
+        if trace.broken is None:
+            lines.append(f"outputs {outputs}")
+        comm = mesh.comm()
+        agree(comm, lines, getattr(self.fn, "__qualname__", repr(self.fn)))
+        if trace.broken is not None:
+            self.breaks.append(trace.broken)
+            return self._eager(key, Entry(None, eager=trace.broken), args, kwargs)
+        plan = Plan(trace, len(leaves), outputs)
+        entry = Entry(plan, template, comm)
+        self._keep(key, entry)
+        blocks = plan.run_checked([x._local for x in leaves], comm)
+        return self._result(entry, plan, blocks, leaves)  # type: ignore[no-any-return]
+
+    def _eager(self, key: Any, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
+        self._keep(key, entry)
+        return self.fn(*args, **kwargs)
+
+    def _keep(self, key: Any, entry: Entry) -> None:
+        if len(self.plans) >= self.cache_size:
+            self.plans.popitem(last=False)
+            self.evictions += 1
+        self.plans[key] = entry
+
+    @staticmethod
+    def _result(entry: Entry, plan: Plan, blocks: tuple[Any, ...], leaves: list[DArray]) -> Any:
+        """The returned structure: argument outputs as the arguments, the others wrapped."""
+        n = plan.arguments
+        values = [
+            leaves[s] if s < n else DArray(b, plan.specs[s]) for b, s in zip(blocks, plan.outputs)
+        ]
+        template = entry.template
+        if type(template) is _Out:
+            return values[template.index]
+        return _fill(template, values)
+
+
+def _template(out: Any, trace: Trace, outputs: list[int]) -> Any:
+    """``out`` with each traced DArray as an :class:`_Out` (its slot kept in ``outputs``)."""
+    if isinstance(out, StandIn) and out._trace is trace:
+        if out._slot not in outputs:
+            outputs.append(out._slot)
+        return _Out(outputs.index(out._slot))
+    if isinstance(out, DArray):
+        trace.graph_break(f"returns a DArray that is neither an argument nor computed ({out!r})")
+    kind = type(out)
+    if kind is tuple or kind is list:
+        return kind(_template(x, trace, outputs) for x in out)
+    if kind is dict:
+        return {k: _template(v, trace, outputs) for k, v in out.items()}
+    if isinstance(out, _CONSTANTS):
+        return out
+    trace.graph_break(f"returns a {kind.__name__} (not a DArray, container or Python scalar)")
+
+
+def _fill(template: Any, values: list[Any]) -> Any:
+    if type(template) is _Out:
+        return values[template.index]
+    kind = type(template)
+    if kind is tuple or kind is list:
+        return kind(_fill(x, values) for x in template)
+    if kind is dict:
+        return {k: _fill(v, values) for k, v in template.items()}
+    return template
+
+
+@overload
+def compile(fn: Callable[..., R]) -> Compiled[R]: ...
+@overload
+def compile(*, cache_size: int = CACHE_SIZE) -> Callable[[Callable[..., R]], Compiled[R]]: ...
+def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
+    """Compile ``fn``: trace it once per signature, agree the plan across ranks, replay it.
+
+    Use as ``dmesh.compile(fn)``, ``@dmesh.compile`` or
+    ``@dmesh.compile(cache_size=8)``. The first call with a given signature
+    (each DArray argument's spec; every other argument's value) traces ``fn``
+    on stand-ins that carry specs and no data, so tracing sends no message;
+    the ranks of the arguments' mesh then compare their plans in one
+    collective (:class:`~dmesh.ops.compiler.errors.PlanMismatchError` on every
+    rank if they differ). Later calls with that signature replay the plan on
+    the blocks. What cannot be traced (reading a value, indexing, a
+    decomposition) makes that signature run ``fn`` eagerly, with the same
+    results. Side effects of ``fn`` (prints, appends) happen while tracing,
+    not when a plan replays.
+    """
+    if fn is None:
+        return lambda f: Compiled(f, cache_size)
+    return Compiled(fn, cache_size)

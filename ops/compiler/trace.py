@@ -1,0 +1,352 @@
+"""Tracing: run the function once on spec-only stand-ins and record each op as a node.
+
+A :class:`StandIn` is a DArray with a spec and no block. While a trace is
+active, DArray's hooks (``dmesh._hooks``: NumPy's protocols, the operators,
+``a.sum()``-style methods) go to :class:`Tracer`, which records a call on
+stand-ins instead of running it: the pipeline's :func:`~dmesh.ops.pipeline.prepare`
+decides the layouts (no message: a decision is pure), the result dtype comes
+from NumPy on tiny placeholder arrays, and the result is a new stand-in.
+
+Whatever cannot be recorded (a decomposition, a keyword form, reading a
+value, indexing, a DArray that is not an argument...) raises
+:class:`~dmesh.ops.compiler.errors.GraphBreak`; the first reason is kept.
+Tracing sends no message, so ranks that trace different programs can still
+compare their plans before anything waits.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import numpy as np
+
+from dmesh import _hooks
+from dmesh.core.layout import Layout
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
+from dmesh.ops.compiler.errors import GraphBreak
+from dmesh.ops.compiler.signature import rebuild
+from dmesh.ops.dispatch import function_label
+from dmesh.ops.numpy_implementations import implementation_of
+from dmesh.ops.pipeline import SCALARS, Step, prepare
+from dmesh.ops.registry import (
+    Rule,
+    decomposition_for,
+    keyword_form_for,
+    rule_for,
+    special_form_for,
+)
+
+__all__ = ["Node", "StandIn", "Trace", "tracing"]
+
+# A placeholder of a global shape is computed in full only up to this many elements.
+PROBE_LIMIT = 1 << 16
+
+
+@dataclass(frozen=True)
+class Node:
+    """One recorded op: ``out = func(*operands)`` with the recorded step's layouts."""
+
+    func: Any
+    label: str
+    step: Step
+    slots: tuple[int, ...]  # where each operand comes from (arguments, constants, nodes)
+    moves: tuple[Layout | None, ...]  # each operand's target layout where it moves, else None
+    out: int  # the slot of the result
+    spec: DArraySpec  # the result's spec
+    description: str  # what the ranks compare (no mesh identity, no addresses)
+
+
+@dataclass
+class Trace:
+    """The slots (arguments, constants, results) and nodes of one trace."""
+
+    specs: list[DArraySpec | None] = field(default_factory=list)  # None: a constant
+    constants: dict[int, Any] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    broken: str | None = None  # the first graph break's reason
+
+    def stand_in(self, spec: DArraySpec) -> StandIn:
+        """A new slot holding an array of ``spec``, as a stand-in."""
+        self.specs.append(spec)
+        return StandIn(spec, self, len(self.specs) - 1)
+
+    def constant(self, value: Any) -> int:
+        """A new slot holding the scalar ``value``."""
+        self.specs.append(None)
+        self.constants[len(self.specs) - 1] = value
+        return len(self.specs) - 1
+
+    def graph_break(self, reason: str) -> NoReturn:
+        """Stop tracing: ``reason`` is what could not be recorded."""
+        if self.broken is None:
+            self.broken = reason
+        raise GraphBreak(reason)
+
+    def descriptions(self) -> list[str]:
+        """What each node did, then the graph break if any: what ranks compare."""
+        lines = [n.description for n in self.nodes]
+        if self.broken is not None:
+            lines.append(f"graph break: {self.broken}")
+        return lines
+
+
+def describe(spec: DArraySpec) -> str:
+    """A spec as ranks compare it: placements, shape, dtype and block bounds (no mesh id)."""
+    return f"{spec!r} bounds={spec.layout.bounds}"
+
+
+class StandIn(DArray):
+    """A DArray of a trace: a spec and a slot, no block. Reading any value breaks the graph."""
+
+    __slots__ = ("_slot", "_trace")
+
+    def __init__(self, spec: DArraySpec, trace: Trace, slot: int) -> None:
+        super().__init__(None, spec)
+        self._trace = trace
+        self._slot = slot
+
+    def _break(self, what: str) -> NoReturn:
+        self._trace.graph_break(f"{what} of a traced {self._spec!r} (needs its values)")
+
+    def __repr__(self) -> str:
+        return f"StandIn({self._spec!r})"
+
+    @property
+    def local(self) -> Any:
+        """No block while tracing: a graph break."""
+        self._break("the local block")
+
+    def to_local(self) -> Any:
+        self._break("to_local()")
+
+    def full_array(self) -> Any:
+        self._break("full_array()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self._break("np.asarray()")
+
+    def item(self, *args: Any) -> Any:
+        self._break("item()")
+
+    def tolist(self) -> Any:
+        self._break("tolist()")
+
+    def __bool__(self) -> bool:
+        self._break("bool()")
+
+    def copy(self) -> DArray:
+        self._break("copy()")
+
+    def _moved(self, mesh: Any, target: Layout) -> DArray:
+        self._break("a redistribution")
+
+    def __getitem__(self, key: Any) -> DArray:
+        self._break("indexing")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._break("assignment")
+
+
+def _walk(obj: Any) -> list[Any]:
+    """The DArrays in ``obj`` (inside tuples, lists and dict values)."""
+    if isinstance(obj, DArray):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [x for o in obj for x in _walk(o)]
+    if isinstance(obj, dict):
+        return [x for o in obj.values() for x in _walk(o)]
+    return []
+
+
+class Tracer:
+    """The hooks while tracing: calls on stand-ins are recorded, other calls run as usual."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.saved: dict[str, Any] = {}
+
+    def __enter__(self) -> Tracer:
+        for name in (
+            "dispatch_ufunc",
+            "dispatch_function",
+            "dispatch_donated",
+            "dispatch_operator",
+        ):
+            self.saved[name] = getattr(_hooks, name)
+        _hooks.dispatch_ufunc = self.ufunc
+        _hooks.dispatch_function = self.function
+        _hooks.dispatch_donated = self.donated
+        _hooks.dispatch_operator = self.operator
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, hook in self.saved.items():
+            setattr(_hooks, name, hook)
+
+    def _ours(self, found: list[Any], what: str) -> bool:
+        """Whether the call involves stand-ins (all DArrays then must be this trace's)."""
+        if not any(isinstance(x, StandIn) for x in found):
+            return False
+        for x in found:
+            if not isinstance(x, StandIn) or x._trace is not self.trace:
+                self.trace.graph_break(
+                    f"{what}: an operand is a DArray that is not an argument of the compiled "
+                    f"function ({x!r}, a closure's or a global's?)"
+                )
+        return True
+
+    def ufunc(
+        self, ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]
+    ) -> Any:
+        label = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if not self._ours(_walk(inputs) + _walk(kw), label):
+            return self.saved["dispatch_ufunc"](ufunc, method, inputs, kw)
+        if method == "__call__":
+            if kw:
+                self.trace.graph_break(f"{label} with keywords {sorted(kw)}")
+            return self._ufunc_call(ufunc, inputs)
+        if special_form_for((ufunc, method)) or decomposition_for((ufunc, method)):
+            self.trace.graph_break(f"{label}: a decomposition (not recorded in this version)")
+        family_form = kw.keys() & {"where", "out", "initial"}
+        rule = rule_for((ufunc, method))
+        if family_form or rule is None or rule.parse is None:
+            self.trace.graph_break(f"{label} with keywords {sorted(kw)} (no recorded form)")
+        return self._parsed(ufunc, rule, inputs, kw, label)
+
+    def donated(self, ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
+        if not self._ours(_walk(inputs), f"np.{ufunc.__name__}"):
+            return self.saved["dispatch_donated"](ufunc, inputs, donor)
+        return self._ufunc_call(ufunc, inputs)
+
+    def operator(self, ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
+        if not self._ours(_walk(inputs), f"np.{ufunc.__name__}"):
+            return self.saved["dispatch_operator"](ufunc, inputs)
+        return self._ufunc_call(ufunc, inputs)
+
+    def function(self, func: Any, types: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        label = function_label(func)
+        if not self._ours(_walk(args) + _walk(kw), label):
+            return self.saved["dispatch_function"](func, types, args, kw)
+        if keyword_form_for(func, kw) is not None:
+            self.trace.graph_break(f"{label} with keywords {sorted(kw)} (a keyword form)")
+        if decomposition_for(func) is not None or special_form_for(func) is not None:
+            self.trace.graph_break(f"{label}: a decomposition (not recorded in this version)")
+        rule = rule_for(func)
+        if rule is None or rule.parse is None or implementation_of(func) is not None:
+            self.trace.graph_break(f"{label}: no sharding rule to record")
+        return self._parsed(func, rule, args, kw, label)
+
+    def _ufunc_call(self, ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
+        label = f"np.{ufunc.__name__}"
+        if ufunc is np.power and any(_kind(x) in "biu" for x in inputs):
+            self.trace.graph_break("np.power of integers (its error check reads values)")
+        rule = rule_for(ufunc)
+        if rule is None:
+            self.trace.graph_break(f"{label}: no sharding rule to record")
+        if rule.parse is not None:
+            return self._parsed(ufunc, rule, inputs, {}, label)
+        return self._record(ufunc, rule, list(inputs), (), label, inputs, {})
+
+    def _parsed(
+        self, func: Any, rule: Rule, args: tuple[Any, ...], kw: dict[str, Any], label: str
+    ) -> Any:
+        assert rule.parse is not None
+        parsed, static = rule.parse(args, kw)
+        return self._record(func, rule, parsed, static, label, args, kw)
+
+    def _record(
+        self,
+        func: Any,
+        rule: Rule,
+        operands: list[Any],
+        static: tuple[Any, ...],
+        label: str,
+        args: tuple[Any, ...],
+        kw: dict[str, Any],
+    ) -> StandIn:
+        trace = self.trace
+        for x in operands:
+            if not isinstance(x, (StandIn, *SCALARS)) and not (
+                isinstance(x, np.ndarray) and x.ndim == 0
+            ):
+                trace.graph_break(f"{label}: an operand is a {type(x).__name__}")
+        if not any(isinstance(x, StandIn) for x in operands):
+            trace.graph_break(f"{label}: no DArray among the operands the rule uses")
+        operands, mesh, step = prepare(rule, operands, static, label)
+        dtype = _result_dtype(trace, func, args, kw, label)
+        spec = step.decision.result_spec(mesh, dtype)
+        slots: list[int] = []
+        parts: list[str] = []
+        for x in operands:
+            if isinstance(x, StandIn):
+                slots.append(x._slot)
+                parts.append(f"s{x._slot}")
+            else:
+                slots.append(trace.constant(x))
+                parts.append(f"{type(x).__name__}:{x!r}")
+        moves = tuple(
+            target if move else None
+            for target, move in zip(step.decision.operands, step.decision.moves)
+        )
+        moved = [f"s{s}->{t.placements}{t.bounds}" for s, t in zip(slots, moves) if t is not None]
+        result = trace.stand_in(spec)
+        description = (
+            f"s{result._slot} = {label}({', '.join(parts)}) static={static!r} "
+            f"moves={moved} -> {describe(spec)}"
+        )
+        trace.nodes.append(
+            Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
+        )
+        return result
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, DArray):
+        return str(x.dtype.kind)
+    if isinstance(x, bool):
+        return "b"
+    if isinstance(x, int):
+        return "i"
+    return str(np.asarray(x).dtype.kind)
+
+
+def _result_dtype(
+    trace: Trace, func: Any, args: tuple[Any, ...], kw: dict[str, Any], label: str
+) -> np.dtype:
+    """The result dtype of ``func(*args, **kw)``: NumPy on placeholders of the operands' dtypes.
+
+    Placeholders are ones of the global shape with each length cut to one
+    (then of the full shape, if small) and never touch the real data, so the
+    answer is the same on every rank. A call that fails on both breaks the graph.
+    """
+    error: Exception | None = None
+    for cut in (True, False):
+        if not cut and any(x.size > PROBE_LIMIT for x in _walk((args, kw))):
+            break
+
+        def probe(x: Any, cut: bool = cut) -> Any:
+            if not isinstance(x, DArray):
+                return x
+            shape = tuple(min(n, 1) for n in x.shape) if cut else x.shape
+            return np.broadcast_to(np.ones((), x.dtype), shape)
+
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = func(*rebuild(args, probe), **rebuild(kw, probe))
+        except Exception as exc:
+            error = exc
+            continue
+        if isinstance(result, (tuple, list)) or not hasattr(result, "dtype"):
+            trace.graph_break(f"{label}: a result that is not one array")
+        dtype: np.dtype = np.dtype(result.dtype)
+        return dtype
+    trace.graph_break(f"{label}: its result dtype is unknown ({type(error).__name__}: {error})")
+
+
+def tracing(trace: Trace) -> Tracer:
+    """``with tracing(trace):`` calls on ``trace``'s stand-ins are recorded."""
+    return Tracer(trace)
