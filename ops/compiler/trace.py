@@ -16,6 +16,7 @@ compare their plans before anything waits.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -294,13 +295,18 @@ class Tracer:
         moved = [f"s{s}->{t.placements}{t.bounds}" for s, t in zip(slots, moves) if t is not None]
         result = trace.stand_in(spec)
         description = (
-            f"s{result._slot} = {label}({', '.join(parts)}) static={static!r} "
+            f"s{result._slot} = {label}({', '.join(parts)}) static={_stable(static)} "
             f"moves={moved} -> {describe(spec)}"
         )
         trace.nodes.append(
             Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
         )
         return result
+
+
+def _stable(value: Any) -> str:
+    """``repr(value)`` without object addresses (they differ between ranks)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def _kind(x: Any) -> str:

@@ -1,0 +1,203 @@
+"""``dmesh.compile`` (dmesh.ops.compiler): compiled calls equal eager ones bit for bit.
+
+Each program runs eagerly and compiled (the first, tracing call and a replay);
+the results must have the same specs and the same block bytes on every rank.
+Also: a changed spec or constant retraces, a graph break falls back to eager
+execution, a rank-dependent branch raises PlanMismatchError on every rank, and
+a replay makes no more collectives than the eager call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Replicate, Shard
+from dmesh.debug import CommMode
+from dmesh.ops.compiler import PlanMismatchError, compile
+from helpers import assert_all, assert_raises_all
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _leaves(v)]
+    if isinstance(value, dict):
+        return [x for k in sorted(value) for x in _leaves(value[k])]
+    return [value]
+
+
+def _same(got: Any, want: Any) -> str:
+    """Empty when ``got`` and ``want`` have the same structure, specs and block bytes."""
+    if type(got) is not type(want):
+        return f"types {type(got).__name__} and {type(want).__name__}"
+    if isinstance(want, (tuple, list, dict)):
+        g, w = _leaves(got), _leaves(want)
+        if len(g) != len(w):
+            return "different structures"
+        return next((m for m in (_same(a, b) for a, b in zip(g, w)) if m), "")
+    if isinstance(want, dmesh.DArray):
+        if got.spec != want.spec:
+            return f"specs {got.spec!r} and {want.spec!r}"
+        a, b = got.local, want.local
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            return f"blocks {a!r} and {b!r}"
+        return ""
+    return "" if want == got else f"values {got!r} and {want!r}"
+
+
+def check(comm: MPI.Comm, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``compile(fn)`` equals ``fn`` on its first (tracing) call and on a replay."""
+    compiled = compile(fn)
+    want = fn(*args, **kwargs)
+    for _ in range(2):
+        message = _same(compiled(*args, **kwargs), want)
+        assert_all(comm, not message, message)
+    assert_all(comm, compiled.traces == 1 and not compiled.breaks, str(compiled.breaks))
+    return compiled
+
+
+def _data(mesh: dmesh.DeviceMesh, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _sharded(mesh: dmesh.DeviceMesh, x: np.ndarray) -> dmesh.DArray:
+    return dmesh.distribute(x, mesh, [Shard(0)] * mesh.ndim)
+
+
+def _uneven(mesh: dmesh.DeviceMesh, x: np.ndarray) -> dmesh.DArray:
+    """``x`` with uneven blocks (the first rank's one shorter, maybe empty)."""
+    return _sharded(mesh, np.concatenate([x[:1], x]))[1:]
+
+
+def chain(x: Any, row: Any, scale: float) -> Any:
+    y = np.exp(x * scale) + row - 3 * np.sqrt(np.abs(x))
+    return np.maximum(y, 0.1) / (1.0 + np.abs(y))
+
+
+def reductions(x: Any) -> Any:
+    s = np.sum(x)
+    centred = x - s / x.size
+    top = np.sum(x * x, axis=0)
+    return {"y": centred * top, "s": s, "m": np.mean(centred, axis=1), "n": x.size}
+
+
+def test_elementwise_chain_with_broadcasting_and_scalars(comm: MPI.Comm, mesh: Any) -> None:
+    x = _sharded(mesh, _data(mesh, (7, 4)))
+    row = dmesh.distribute(_data(mesh, (4,), 1), mesh, [Replicate()] * mesh.ndim)
+    check(comm, chain, x, row, 0.5)
+    check(comm, chain, x, row, scale=0.5)  # keywords
+
+
+def test_reductions_give_partial_then_are_consumed(comm: MPI.Comm, mesh: Any) -> None:
+    x = _sharded(mesh, _data(mesh, (9, 3)))
+    check(comm, reductions, x)
+    check(comm, reductions, _uneven(mesh, _data(mesh, (9, 3))))
+
+
+def test_mixed_layouts_redistribute(comm: MPI.Comm, mesh: Any) -> None:
+    data = _data(mesh, (6, 6))
+    a = _sharded(mesh, data)
+    b = dmesh.distribute(data.T.copy(), mesh, [Shard(1)] * mesh.ndim)
+    r = dmesh.distribute(data, mesh, [Replicate()] * mesh.ndim)
+
+    def mixed(a: Any, b: Any, r: Any) -> Any:
+        return (a + b) * r - np.sum(b, axis=0), b
+
+    compiled = check(comm, mixed, a, b, r)
+    with CommMode() as eager:
+        mixed(a, b, r)
+    with CommMode() as replay:
+        compiled(a, b, r)
+    message = f"eager {eager.counts()}, replay {replay.counts()}"
+    assert_all(comm, replay.total_count <= eager.total_count, message)
+
+
+def test_uneven_empty_blocks_and_hostile_values(comm: MPI.Comm, mesh: Any) -> None:
+    data = _data(mesh, (5, 2))
+    data[0, 0], data[1, 1], data[2, 0] = np.nan, np.inf, -np.inf
+    x = _uneven(mesh, data)
+    check(comm, chain, x, 1.5, 0.25)
+    check(comm, reductions, x)
+    tiny = _uneven(mesh, data[:1])  # at most one rank holds an element
+    check(comm, lambda t: (np.abs(t) * 2 - 1, np.sum(t)), tiny)
+
+
+def test_star_args_closures_and_returned_arguments(comm: MPI.Comm, mesh: Any) -> None:
+    x = _sharded(mesh, _data(mesh, (4, 5)))
+    offset = 2.5
+
+    def star(*xs: Any, **named: Any) -> Any:
+        total = xs[0] + offset
+        for v in xs[1:]:
+            total = total * v
+        return [total, xs[0], named["k"] * 2]
+
+    compiled = check(comm, star, x, x, k=3)
+    got = compiled(x, x, k=3)
+    assert_all(comm, got[1] is x, "an argument returned comes back as itself")
+
+
+def test_spec_or_constant_change_retraces(comm: MPI.Comm, mesh: Any) -> None:
+    compiled = compile(chain)
+    x = _sharded(mesh, _data(mesh, (6, 2)))
+    row = dmesh.distribute(_data(mesh, (2,)), mesh, [Replicate()] * mesh.ndim)
+    counts = []
+    for args in [(x, row, 0.5), (x, row, 0.5), (x, row, 0.25), (x[1:], row, 0.25)]:
+        message = _same(compiled(*args), chain(*args))
+        assert_all(comm, not message, message)
+        counts.append(compiled.traces)
+    assert_all(comm, counts == [1, 1, 2, 3], f"traces {counts}")
+    y = x.redistribute(placements=[Replicate()] * mesh.ndim)
+    compiled(y, row, 0.25)
+    assert_all(comm, compiled.traces == 4, f"traces {compiled.traces}")
+
+
+def test_graph_break_falls_back_to_eager(comm: MPI.Comm, mesh: Any) -> None:
+    x = _sharded(mesh, _data(mesh, (6, 3)))
+    captured = _sharded(mesh, _data(mesh, (6, 3), 2))
+
+    def reads_a_value(x: Any) -> Any:
+        y = x * 2
+        return y + 1 if float(np.sum(y)) > 0 else y - 1
+
+    def uses_a_closure(x: Any) -> Any:
+        return x + captured
+
+    def indexes(x: Any) -> Any:
+        return x[1:] * 3
+
+    for fn in (reads_a_value, uses_a_closure, indexes):
+        compiled = compile(fn)
+        want = fn(x)
+        for _ in range(2):
+            message = _same(compiled(x), want)
+            assert_all(comm, not message, f"{fn.__name__}: {message}")
+        ok = compiled.traces == 1 and len(compiled.breaks) == 1
+        assert_all(comm, ok, f"{fn.__name__}: {compiled.traces} traces, {compiled.breaks}")
+
+
+def test_rank_dependent_branch_raises_everywhere(comm: MPI.Comm, mesh: Any) -> None:
+    if comm.Get_size() == 1:
+        pytest.skip("one rank cannot disagree with itself")
+    x = _sharded(mesh, _data(mesh, (4, 4)))
+
+    @compile
+    def branch(x: Any) -> Any:
+        if mesh.rank == 0:
+            return x + 1
+        return x * 2
+
+    error = assert_raises_all(comm, PlanMismatchError, branch, x, match="first differ at op 0")
+    named = "np.add" in str(error) and "np.multiply" in str(error)
+    assert_all(comm, named, f"the message names what each rank traced: {error}")
+
+    @compile
+    def longer(x: Any) -> Any:
+        y = x + 1
+        return np.sin(y) if mesh.rank == comm.Get_size() - 1 else y
+
+    assert_raises_all(comm, PlanMismatchError, longer, x, match="first differ at op 1")
