@@ -53,6 +53,7 @@ from dmesh.windows import bartlett, blackman, hamming, hanning, kaiser
 # __init__ sits outside the layers of the import-linter contract.
 from dmesh import array_api, ops
 from dmesh._abort import install as _install_abort_hook
+from dmesh.ops.compiler import PlanMismatchError, compile
 from dmesh.ops.kernels.solvers import gather_threshold as linalg_gather_threshold
 from dmesh.ops.kernels.solvers import set_gather_threshold as set_linalg_gather_threshold
 
@@ -81,6 +82,7 @@ __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencie
     "ArgumentError",
     "ArgumentTypeError",
     "CheckpointError",
+    "PlanMismatchError",
     "CollectiveMismatchError",
     "DArray",
     "DArraySpec",
@@ -92,6 +94,7 @@ __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencie
     "Replicate",
     "Shard",
     "arange",
+    "compile",
     "debug",
     "distribute",
     "empty",

@@ -67,6 +67,7 @@ nitpick_ignore_regex = [
     # or of debug-tool callbacks.
     (r"py:class", r"dmesh\.(communicators\.MeshFamily|collectives\.async_array\.Pending)"),
     (r"py:class", r"dmesh\.darray\.Redistribution"),
+    (r"py:.*", r"dmesh\.ops\.compiler\.api\.R"),  # the compiled function's result type
     # The Array API namespace's result types (named tuples, finfo/iinfo objects):
     # the standard documents them; the namespace page lists the groups only.
     (r"py:class", r"dmesh\.array_api\.\w+\.\w+(Result|_object)"),

@@ -7,7 +7,7 @@ no message), the ranks of the arguments' mesh agree on the plan
 checked, on the blocks (:mod:`~dmesh.ops.compiler.replay`). Later calls with
 the same signature replay the plan. A trace that meets something it cannot
 record (a graph break) makes that signature run ``fn`` eagerly, on every
-rank alike since the break depends on specs only; :attr:`Compiled.breaks`
+rank alike since the break depends on specs only; ``Compiled.breaks``
 keeps the reasons.
 """
 

@@ -1,16 +1,16 @@
 """Replay: run a recorded plan straight on the blocks.
 
-A :class:`Plan` is the nodes of a trace turned into one generated Python
+A ``Plan`` is the nodes of a trace turned into one generated Python
 function over blocks (``v3 = f3(v0, v1)``, ``v4 = r4(f4, [v3], k4)``): no
 parsing, no propagation, no cache lookup and no DArray between ops. Operands
 whose recorded decision moves them are redistributed
 (``DArray.with_layout``) where the node needs them; the outputs are wrapped
 once, with the recorded specs.
 
-The first run after tracing is *checked* (:meth:`Plan.run_checked`): it walks
+The first run after tracing is *checked* (``Plan.run_checked``): it walks
 the nodes one by one and compares each block's dtype with the traced one,
 the ranks vote on the outcome, and a difference raises
-:class:`~dmesh.ops.compiler.errors.ReplayError` on every rank.
+``dmesh.ops.compiler.errors.ReplayError`` on every rank.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class Plan:
         return self.function(*blocks)
 
     def run_checked(self, blocks: list[Any], comm: Any) -> tuple[Any, ...]:
-        """:meth:`run` node by node, checking each block's dtype; the ranks vote (collective)."""
+        """``run`` node by node, checking each block's dtype; the ranks vote (collective)."""
         values: dict[int, Any] = dict(enumerate(blocks))
         values.update(self.constants)
         error: Exception | None = None

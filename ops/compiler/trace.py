@@ -1,15 +1,15 @@
 """Tracing: run the function once on spec-only stand-ins and record each op as a node.
 
-A :class:`StandIn` is a DArray with a spec and no block. While a trace is
+A ``StandIn`` is a DArray with a spec and no block. While a trace is
 active, DArray's hooks (``dmesh._hooks``: NumPy's protocols, the operators,
-``a.sum()``-style methods) go to :class:`Tracer`, which records a call on
-stand-ins instead of running it: the pipeline's :func:`~dmesh.ops.pipeline.prepare`
+``a.sum()``-style methods) go to ``Tracer``, which records a call on
+stand-ins instead of running it: the pipeline's ``dmesh.ops.pipeline.prepare``
 decides the layouts (no message: a decision is pure), the result dtype comes
 from NumPy on tiny placeholder arrays, and the result is a new stand-in.
 
 Whatever cannot be recorded (a decomposition, a keyword form, reading a
 value, indexing, a DArray that is not an argument...) raises
-:class:`~dmesh.ops.compiler.errors.GraphBreak`; the first reason is kept.
+``dmesh.ops.compiler.errors.GraphBreak``; the first reason is kept.
 Tracing sends no message, so ranks that trace different programs can still
 compare their plans before anything waits.
 """
