@@ -98,6 +98,29 @@ def test_reductions_give_partial_then_are_consumed(comm: MPI.Comm, mesh: Any) ->
     check(comm, reductions, _uneven(mesh, _data(mesh, (9, 3))))
 
 
+def decomposed(x: Any) -> Any:
+    """Functions whose dmesh implementation is a decomposition, a special or keyword form or
+    NumPy's own code: traced through, their own NumPy calls recorded."""
+    return (
+        np.max(x),
+        np.min(x, axis=0),
+        np.var(x, axis=0),
+        np.std(x),
+        np.linalg.norm(x, axis=1),
+        np.where(x > 0, np.clip(x, -0.5, 0.5), -x),
+        np.nanmax(x, axis=0),
+        np.sum(x, where=x > 0),
+        np.mean(x, axis=0, keepdims=True),
+    )
+
+
+def test_decompositions_are_traced_through(comm: MPI.Comm, mesh: Any) -> None:
+    a = _data(mesh, (9, 4))
+    a[2, 1], a[5, 3] = np.nan, -np.inf
+    check(comm, decomposed, _sharded(mesh, a))
+    check(comm, decomposed, _uneven(mesh, a))
+
+
 def test_mixed_layouts_redistribute(comm: MPI.Comm, mesh: Any) -> None:
     data = _data(mesh, (6, 6))
     a = _sharded(mesh, data)
@@ -170,7 +193,10 @@ def test_graph_break_falls_back_to_eager(comm: MPI.Comm, mesh: Any) -> None:
     def indexes(x: Any) -> Any:
         return x[1:] * 3
 
-    for fn in (reads_a_value, uses_a_closure, indexes):
+    def kernel_reads_blocks(x: Any) -> Any:
+        return np.cumsum(x, axis=0) + np.argmax(x, axis=0)  # kernels that read blocks
+
+    for fn in (reads_a_value, uses_a_closure, indexes, kernel_reads_blocks):
         compiled = compile(fn)
         want = fn(x)
         for _ in range(2):

@@ -30,7 +30,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.signature import rebuild
 from dmesh.ops.dispatch import function_label
-from dmesh.ops.numpy_implementations import implementation_of
+from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, Step, prepare
 from dmesh.ops.registry import (
     Rule,
@@ -108,6 +108,16 @@ class StandIn(DArray):
         super().__init__(None, spec)
         self._trace = trace
         self._slot = slot
+
+    # A decomposition run on a stand-in may reach for the block itself (a kernel
+    # that communicates): that is a graph break, never a None block.
+    @property
+    def _local(self) -> Any:
+        self._break("the block (a kernel that reads it)")
+
+    @_local.setter
+    def _local(self, value: Any) -> None:
+        pass  # DArray.__init__ stores the block: a stand-in has none
 
     def _break(self, what: str) -> NoReturn:
         self._trace.graph_break(f"{what} of a traced {self._spec!r} (needs its values)")
@@ -209,12 +219,21 @@ class Tracer:
             if kw:
                 self.trace.graph_break(f"{label} with keywords {sorted(kw)}")
             return self._ufunc_call(ufunc, inputs)
-        if special_form_for((ufunc, method)) or decomposition_for((ufunc, method)):
-            self.trace.graph_break(f"{label}: a decomposition (not recorded in this version)")
-        family_form = kw.keys() & {"where", "out", "initial"}
-        rule = rule_for((ufunc, method))
-        if family_form or rule is None or rule.parse is None:
+        if kw.keys() & {"where", "out", "initial"}:
             self.trace.graph_break(f"{label} with keywords {sorted(kw)} (no recorded form)")
+        # Special forms and decompositions are written in NumPy calls on DArrays:
+        # run on stand-ins, their own calls are recorded (what they cannot, breaks).
+        special = special_form_for((ufunc, method))
+        if special is not None:
+            result = special(*inputs, **kw)
+            if result is not NotImplemented:
+                return result
+        impl = decomposition_for((ufunc, method))
+        if impl is not None:
+            return impl(*inputs, **kw)
+        rule = rule_for((ufunc, method))
+        if rule is None or rule.parse is None:
+            self.trace.graph_break(f"{label}: no sharding rule to record")
         return self._parsed(ufunc, rule, inputs, kw, label)
 
     def donated(self, ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
@@ -231,12 +250,24 @@ class Tracer:
         label = function_label(func)
         if not self._ours(_walk(args) + _walk(kw), label):
             return self.saved["dispatch_function"](func, types, args, kw)
-        if keyword_form_for(func, kw) is not None:
-            self.trace.graph_break(f"{label} with keywords {sorted(kw)} (a keyword form)")
-        if decomposition_for(func) is not None or special_form_for(func) is not None:
-            self.trace.graph_break(f"{label}: a decomposition (not recorded in this version)")
+        # As the eager dispatch (ops/dispatch.py), in its order; the forms,
+        # decompositions and NumPy's own implementations are written in NumPy
+        # calls on DArrays, so running them on stand-ins records their calls.
+        form = keyword_form_for(func, kw) if kw else None
+        if form is not None:
+            return form(func, *args, **kw)
+        impl = decomposition_for(func)
+        if impl is not None:
+            return impl(*args, **kw)
+        special = special_form_for(func)
+        if special is not None:
+            result = special(*args, **kw)
+            if result is not NotImplemented:
+                return result
         rule = rule_for(func)
-        if rule is None or rule.parse is None or implementation_of(func) is not None:
+        if rule is None and implementation_of(func) is not None:
+            return run_implementation(func, args, kw)
+        if rule is None or rule.parse is None:
             self.trace.graph_break(f"{label}: no sharding rule to record")
         return self._parsed(func, rule, args, kw, label)
 
@@ -246,6 +277,9 @@ class Tracer:
             self.trace.graph_break("np.power of integers (its error check reads values)")
         rule = rule_for(ufunc)
         if rule is None:
+            impl = decomposition_for((ufunc, "__call__"))  # two outputs: np.divmod, np.frexp
+            if impl is not None:
+                return impl(*inputs)
             self.trace.graph_break(f"{label}: no sharding rule to record")
         if rule.parse is not None:
             return self._parsed(ufunc, rule, inputs, {}, label)
