@@ -227,3 +227,30 @@ def test_rank_dependent_branch_raises_everywhere(comm: MPI.Comm, mesh: Any) -> N
         return np.sin(y) if mesh.rank == comm.Get_size() - 1 else y
 
     assert_raises_all(comm, PlanMismatchError, longer, x, match="first differ at op 1")
+
+
+def independent_sums(x: Any) -> Any:
+    """Eight sums over the sharded axis (Partial), each consumed by a non-linear op."""
+    sums = [np.sum(x * (i + 1.5), axis=0) for i in range(8)]
+    return [np.sqrt(np.abs(s)) for s in sums]
+
+
+def test_independent_reductions_are_coalesced(comm: MPI.Comm, mesh: Any) -> None:
+    """Eight independent all-reduces become one MPI call, with the eager result's bits."""
+    a = _data(mesh, (7, 5))
+    a[1, 2], a[4, 0] = np.nan, -np.inf
+    for x in (_sharded(mesh, a), _uneven(mesh, a)):
+        compiled = check(comm, independent_sums, x)
+        with CommMode() as eager:
+            independent_sums(x)
+        with CommMode() as replay:
+            compiled(x)
+        counts = f"eager {eager.counts()}, replay {replay.counts()}"
+        if mesh.ndim == 1:  # one reduction step each: one MPI call for the eight
+            ok = replay.total_count == (1 if comm.Get_size() > 1 else 0)
+            ok = ok and eager.total_count == (8 if comm.Get_size() > 1 else 0)
+        else:  # two steps each (one per mesh dim): not packed yet, never more than eager
+            ok = replay.total_count <= eager.total_count
+        assert_all(comm, ok, counts)
+    ints = _sharded(mesh, np.arange(35, dtype=np.int64).reshape(7, 5) * 10**15)
+    check(comm, independent_sums, ints)  # exact reductions: packed whatever their size

@@ -15,13 +15,18 @@ the ranks vote on the outcome, and a difference raises
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+import dmesh.collectives as coll
 from dmesh.collectives.agreement import raise_if_any_failed
+from dmesh.collectives.blocks import balanced_sizes
 from dmesh.core.layout import Layout
+from dmesh.core.plan import plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
@@ -33,6 +38,55 @@ __all__ = ["Plan"]
 def _move(block: Any, spec: DArraySpec, target: Layout) -> Any:
     """``block`` (of an array of ``spec``) in ``target``'s layout (collective)."""
     return DArray(block, spec).with_layout(target).local
+
+
+def _reduce_many(blocks: list[Any], op: str, comm: Any, axis: int) -> list[Any]:
+    """Each of ``blocks`` all-reduced (``axis`` < 0) or reduce-scattered along ``axis`` into
+    balanced pieces over ``comm``, in one MPI call; each keeps its dtype, as in ``run_steps``."""
+    if axis < 0:
+        reduced = coll.all_reduce_coalesced(blocks, op, comm)
+    else:
+        reduced = coll.reduce_scatter_coalesced(blocks, op, axis, comm)
+    return [r.astype(b.dtype, copy=False) for r, b in zip(reduced, blocks)]
+
+
+# MPICH picks its reduction algorithm by the message's size, and the algorithms add a
+# float's terms in different orders. Packs of float sums stay within this many bytes
+# (recursive doubling or halving, as each short message alone), so a packed result has
+# the bits of the separate ones.
+SHORT_MESSAGE = int(os.environ.get("MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE", "2048"))
+
+
+class Reduction(NamedTuple):
+    """A move that is one reduction over one mesh dim: an all-reduce (``axis`` -1) or a
+    reduce-scatter into balanced pieces along ``axis`` (a ``Partial`` made ``Replicate`` or
+    ``Shard``). Moves that agree on the first four fields can share one MPI call."""
+
+    mesh_dim: int
+    op: str
+    dtype: np.dtype
+    axis: int
+    nbytes: int
+
+    def exact(self) -> bool:
+        """Whether the reduction's result does not depend on the order of its terms."""
+        return self.op in ("max", "min") or self.dtype.kind in "biu"
+
+
+def reduction_of(spec: DArraySpec, target: Layout) -> Reduction | None:
+    """The move of an array of ``spec`` to ``target`` as a :class:`Reduction`, or None."""
+    steps = plan_redistribution(spec.layout, target, True)
+    if len(steps) != 1 or steps[0][0] not in ("all_reduce", "reduce_scatter"):
+        return None
+    local = spec.local_shape()
+    nbytes = math.prod(local) * spec.dtype.itemsize
+    if steps[0][0] == "all_reduce":
+        _, m, op = steps[0]
+        return Reduction(m, op, spec.dtype, -1, nbytes)
+    _, m, op, axis, sizes = steps[0]
+    if tuple(sizes) != balanced_sizes(local[axis], spec.mesh.shape[m]):
+        return None  # uneven pieces: the coalesced call cuts balanced ones
+    return Reduction(m, op, spec.dtype, axis, nbytes)
 
 
 def _as_block(result: Any) -> Any:
@@ -57,21 +111,35 @@ class Plan:
         self.function = self._generate()
 
     def _generate(self) -> Callable[..., tuple[Any, ...]]:
-        """One Python function from the argument blocks to the output blocks."""
-        space: dict[str, Any] = {"_move": _move, "_as_block": _as_block}
+        """One Python function from the argument blocks to the output blocks.
+
+        A move is made once per (slot, layout), at the first node that needs it.
+        Reductions (``Partial`` to ``Replicate`` or ``Shard``) are coalesced: when a
+        node needs one, every other reduction of the plan of the same kind (mesh
+        dim, op, dtype, axis) whose source is already computed is made in the same MPI call
+        (float sums while the pack stays a short message, see ``SHORT_MESSAGE``).
+        """
+        space: dict[str, Any] = {"_move": _move, "_as_block": _as_block, "_reduce": _reduce_many}
         for slot, value in self.constants.items():
             space[f"v{slot}"] = value
         lines = [f"def plan({', '.join(f'v{i}' for i in range(self.arguments))}):"]
+        moves = [
+            (k, slot, target, reduction_of(self.specs[slot], target))
+            for k, node in enumerate(self.nodes)
+            for slot, target in zip(node.slots, node.moves)
+            if target is not None
+        ]
+        made: dict[tuple[int, Layout], str] = {}  # (slot, target) -> the moved block's name
+        ready = set(range(self.arguments)) | set(self.constants)
         for k, node in enumerate(self.nodes):
             names = []
-            for j, (slot, target) in enumerate(zip(node.slots, node.moves)):
+            for slot, target in zip(node.slots, node.moves):
                 if target is None:
                     names.append(f"v{slot}")
-                else:
-                    space[f"s{k}_{j}"] = self.specs[slot]
-                    space[f"t{k}_{j}"] = target
-                    lines.append(f"    m{k}_{j} = _move(v{slot}, s{k}_{j}, t{k}_{j})")
-                    names.append(f"m{k}_{j}")
+                    continue
+                if (slot, target) not in made:
+                    self._make(k, slot, target, moves, made, ready, space, lines)
+                names.append(made[(slot, target)])
             space[f"f{k}"] = node.func
             run = node.step.run
             if run is None:
@@ -83,10 +151,55 @@ class Plan:
             if node.spec.ndim == 0:
                 call = f"_as_block({call})"
             lines.append(f"    v{node.out} = {call}")
+            ready.add(node.out)
         lines.append(f"    return ({''.join(f'v{s}, ' for s in self.outputs)})")
         exec("\n".join(lines), space)
         function: Callable[..., tuple[Any, ...]] = space["plan"]
         return function
+
+    def _make(
+        self,
+        k: int,
+        slot: int,
+        target: Layout,
+        moves: list[tuple[int, int, Layout, Reduction | None]],
+        made: dict[tuple[int, Layout], str],
+        ready: set[int],
+        space: dict[str, Any],
+        lines: list[str],
+    ) -> None:
+        """Emit the code that moves ``slot`` to ``target`` (with the reductions packed with it)."""
+        name = f"m{len(made)}"
+        reduction = reduction_of(self.specs[slot], target)
+        if reduction is None:
+            space[f"s_{name}"], space[f"t_{name}"] = self.specs[slot], target
+            lines.append(f"    {name} = _move(v{slot}, s_{name}, t_{name})")
+            made[(slot, target)] = name
+            return
+        pack: list[tuple[int, Layout]] = [(slot, target)]
+        total = reduction.nbytes
+        for later, other, where, kind in moves:
+            if (
+                later < k
+                or kind is None
+                or (other, where) in made
+                or (other, where) in pack
+                or other not in ready
+                or kind[:4] != reduction[:4]
+            ):
+                continue
+            if not reduction.exact() and total + kind.nbytes > SHORT_MESSAGE:
+                continue
+            pack.append((other, where))
+            total += kind.nbytes
+        names = [f"m{len(made) + i}" for i in range(len(pack))]
+        for key, moved in zip(pack, names):
+            made[key] = moved
+        comm = f"comm_{names[0]}"
+        space[comm] = self.specs[slot].mesh.comm(reduction.mesh_dim)
+        blocks = ", ".join(f"v{s}" for s, _ in pack)
+        op, axis = reduction.op, reduction.axis
+        lines.append(f"    {', '.join(names)}, = _reduce([{blocks}], {op!r}, {comm}, {axis})")
 
     def run(self, blocks: list[Any]) -> tuple[Any, ...]:
         """The output blocks for the argument ``blocks`` (collective where operands move)."""
