@@ -33,6 +33,7 @@ BENCHMARKS = [
     ("bench_io.py", 2),
     ("bench_sets.py", 2),
     ("bench_statistics.py", 2),
+    ("bench_compile.py", 2),
 ]
 
 
