@@ -254,3 +254,17 @@ def test_independent_reductions_are_coalesced(comm: MPI.Comm, mesh: Any) -> None
         assert_all(comm, ok, counts)
     ints = _sharded(mesh, np.arange(35, dtype=np.int64).reshape(7, 5) * 10**15)
     check(comm, independent_sums, ints)  # exact reductions: packed whatever their size
+
+
+def test_explain_shows_the_plan(comm: MPI.Comm, mesh: Any) -> None:
+    """dmesh.debug.explain of a compiled function shows its plan, packs, or why it is eager."""
+    x = _sharded(mesh, _data(mesh, (7, 5)))
+    compiled = compile(independent_sums)
+    compiled(x)
+    plan = dmesh.debug.explain(compiled, x).plan or ""
+    packed = plan.count("_reduce(") == (mesh.ndim == 1 and comm.Get_size() > 1)
+    assert_all(comm, "np.sum" in plan and "replay:" in plan and packed, plan)
+    eager = compile(lambda x: x[1:] * 2)
+    eager(x)
+    text = str(dmesh.debug.explain(eager, x))
+    assert_all(comm, "runs eagerly: indexing" in text, text)

@@ -84,10 +84,11 @@ class Explanation:
 
     result: Any
     ops: list[OpReport]
+    plan: str | None = None  # a compiled function's plan for the call (dmesh.compile)
 
     def report(self) -> str:
         """The whole report as text (this rank's view; decisions are the same on every rank)."""
-        lines = []
+        lines = [] if self.plan is None else ["compiled plan:", self.plan, "what the call made:"]
         for i, op in enumerate(self.ops, 1):
             lines.extend(op.lines(i))
         total = sum(op.estimated_cost for op in self.ops)
@@ -162,7 +163,10 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> Explanation:
     ``a.redistribute(...)``) is reported under the dmesh call that made it.
 
     Returns an :class:`Explanation`: ``.result`` is what ``fn`` returned;
-    ``print(explanation)`` shows the report (byte counts are this rank's).
+    ``print(explanation)`` shows the report (byte counts are this rank's). For a
+    function made by ``dmesh.compile``, ``.plan`` and the report also show the
+    compiled plan of the call: its ops, the replay's moves and packed
+    reductions, or why the call runs eagerly.
 
     Example::
 
@@ -176,7 +180,9 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> Explanation:
         result = fn(*args, **kwargs)
     finally:
         tracing.remove_recorder(explainer)
-    return Explanation(result, explainer.ops)
+    describe = getattr(fn, "describe_plan", None)  # a dmesh.compile'd function
+    plan = describe(*args, **kwargs) if callable(describe) else None
+    return Explanation(result, explainer.ops, plan)
 
 
 def _spec_text(spec: DArraySpec) -> str:

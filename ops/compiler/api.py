@@ -82,6 +82,20 @@ class Compiled(Generic[R]):
         outputs = plan.run([x._local for x in leaves])
         return self._result(entry, plan, outputs, leaves)  # type: ignore[no-any-return]
 
+    def describe_plan(self, *args: Any, **kwargs: Any) -> str:
+        """What a call with these arguments runs (no communication): the compiled plan,
+        why it runs eagerly, or that it was not traced yet (:func:`dmesh.debug.explain`)."""
+        try:
+            key, _ = signature(args, kwargs)
+        except Unkeyable as exc:
+            return f"runs eagerly: an argument cannot key the cache ({exc})"
+        entry = self.plans.get(key)
+        if entry is None:
+            return "not traced for these arguments' signature yet"
+        if entry.plan is None:
+            return f"runs eagerly: {entry.eager}"
+        return entry.plan.describe()
+
     def _first(self, key: Any, leaves: list[DArray], args: Any, kwargs: dict[str, Any]) -> R:
         """Trace, agree, keep the entry, run it (checked)."""
         mesh = leaves[0].mesh

@@ -153,9 +153,16 @@ class Plan:
             lines.append(f"    v{node.out} = {call}")
             ready.add(node.out)
         lines.append(f"    return ({''.join(f'v{s}, ' for s in self.outputs)})")
-        exec("\n".join(lines), space)
+        self.source = "\n".join(lines)
+        exec(self.source, space)
         function: Callable[..., tuple[Any, ...]] = space["plan"]
         return function
+
+    def describe(self) -> str:
+        """The plan as text: each recorded op, then the generated replay (moves, packed
+        reductions as one ``_reduce`` call, ops on blocks)."""
+        ops = [f"  [{k}] {node.description}" for k, node in enumerate(self.nodes)]
+        return "\n".join(["ops:", *ops, "replay:", *self.source.splitlines()[1:]])
 
     def _make(
         self,
