@@ -43,7 +43,14 @@ def _move(block: Any, spec: DArraySpec, target: Layout) -> Any:
 def _reduce_many(blocks: list[Any], op: str, comm: Any, axis: int) -> list[Any]:
     """Each of ``blocks`` all-reduced (``axis`` < 0) or reduce-scattered along ``axis`` into
     balanced pieces over ``comm``, in one MPI call; each keeps its dtype, as in ``run_steps``."""
-    if axis < 0:
+    if len(blocks) == 1:  # the plain collective, as run_steps makes it (half the cost)
+        block = blocks[0]
+        if axis < 0:
+            reduced = [coll.all_reduce(block, op, comm)]
+        else:
+            sizes = balanced_sizes(block.shape[axis], comm.Get_size())
+            reduced = [coll.reduce_scatter(block, op, axis, comm, sizes=sizes)]
+    elif axis < 0:
         reduced = coll.all_reduce_coalesced(blocks, op, comm)
     else:
         reduced = coll.reduce_scatter_coalesced(blocks, op, axis, comm)
