@@ -26,6 +26,11 @@ getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).
 setitem: Callable[[Any, Any, Any], None] | None = None
 
+# While dmesh.compile traces a function: its recorder, which dmesh functions that
+# communicate by themselves (dmesh.map_overlap) ask to record their call on the
+# trace's stand-ins (``recorder.records(a)``) instead of running it.
+recorder: Any = None
+
 # dmesh.array_api, the Array API namespace ``DArray.__array_namespace__`` returns;
 # installed by dmesh/__init__.py (the namespace sits above DArray's layer).
 array_namespace: Any = None

@@ -10,12 +10,14 @@ a mesh unchanged.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 import dmesh.collectives as coll
+from dmesh import _hooks
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, ShardingError
 from dmesh.convert import from_local
 from dmesh.core.spec import DArraySpec
@@ -90,6 +92,19 @@ def map_overlap(
         )
     widths = normalize_widths(depth, a.ndim, "depth")
     a = a.reduce_partials()
+    recorder = _hooks.recorder
+    if recorder is not None and trim and recorder.records(a):  # dmesh.compile is tracing
+        overlap = functools.partial(
+            overlap_block, fn=fn, widths=widths, periodic=periodic, mode=mode, value=value,
+            kwargs=kwargs,
+        )  # fmt: skip
+        padded_shape = tuple(n + b + e for n, (b, e) in zip(a.spec.local_shape(), widths))
+
+        def result_dtype() -> np.dtype:  # fn on zeros of a padded block: no message
+            return np.dtype(np.asarray(fn(np.zeros(padded_shape, a.dtype), **kwargs)).dtype)
+
+        what = f"dmesh.map_overlap({getattr(fn, '__qualname__', fn)}, widths={widths}, {kwargs})"
+        return recorder.block_call(overlap, a, what, result_dtype)  # type: ignore[no-any-return]
     padded = halo(a, widths, periodic=periodic, mode=mode, constant_values=value)
     result = fn(padded, **kwargs) if a.mesh.is_member else padded
     if not trim:
@@ -110,3 +125,29 @@ def map_overlap(
     inner = tuple(slice(b, b + n) for (b, _), n in zip(widths, a.local.shape))
     trimmed = result[inner] if a.mesh.is_member else a.local
     return DArray(trimmed, DArraySpec(a.mesh, a.spec.layout, np.dtype(trimmed.dtype)))
+
+
+def overlap_block(
+    block: Any,
+    spec: DArraySpec,
+    *,
+    fn: Callable[..., Any],
+    widths: Any,
+    periodic: bool,
+    mode: str,
+    value: Any,
+    kwargs: dict[str, Any],
+) -> Any:
+    """:func:`map_overlap`'s work on one rank's ``block`` of an array of ``spec`` (collective:
+    the halo exchange), for a compiled function's replay. The check that ``fn`` keeps the
+    padded shape is made on every rank at the plan's first, checked run; here a block of
+    another shape raises on its own rank (``fn``'s shapes depend on the block shapes, which
+    a plan fixes)."""
+    padded = halo(DArray(block, spec), widths, periodic=periodic, mode=mode, constant_values=value)
+    result = fn(padded, **kwargs)
+    if getattr(result, "shape", None) != padded.shape:
+        raise ShardingError(
+            f"map_overlap: fn must return an array of the padded block's shape {padded.shape}, "
+            f"got {getattr(result, 'shape', type(result).__name__)}"
+        )
+    return result[tuple(slice(b, b + n) for (b, _), n in zip(widths, block.shape))]

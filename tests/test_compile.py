@@ -17,6 +17,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Replicate, Shard
+from dmesh.collectives.errors import ShardingError
 from dmesh.debug import CommMode
 from dmesh.ops.compiler import PlanMismatchError, compile
 from helpers import assert_all, assert_raises_all
@@ -268,3 +269,37 @@ def test_explain_shows_the_plan(comm: MPI.Comm, mesh: Any) -> None:
     eager(x)
     text = str(dmesh.debug.explain(eager, x))
     assert_all(comm, "runs eagerly: indexing" in text, text)
+
+
+def _heat_step(padded: Any, alpha: float) -> Any:
+    centre = padded[1:-1, 1:-1]
+    out = padded.copy()
+    neighbours = padded[:-2, 1:-1] + padded[2:, 1:-1] + padded[1:-1, :-2] + padded[1:-1, 2:]
+    out[1:-1, 1:-1] = centre + alpha * (neighbours - 4 * centre)
+    return out
+
+
+def heat(u: Any, alpha: float) -> Any:
+    u = dmesh.map_overlap(_heat_step, u, depth=1, boundary="constant", alpha=alpha)
+    return u, np.max(np.abs(u))
+
+
+def test_map_overlap_compiles_without_its_verdict(comm: MPI.Comm, mesh: Any) -> None:
+    """A map_overlap step compiles: the halo exchange and fn run on the blocks, and the
+    all-reduce that checks fn's shape on every call is made once, at the first run."""
+    for u in (_sharded(mesh, _data(mesh, (9, 6))), _uneven(mesh, _data(mesh, (9, 6)))):
+        compiled = check(comm, heat, u, 0.1)
+        with CommMode() as eager:
+            heat(u, 0.1)
+        with CommMode() as replay:
+            compiled(u, 0.1)
+        counts = f"eager {eager.counts()}, replay {replay.counts()}"
+        verdicts = eager.counts().get("all_reduce", 0) - replay.counts().get("all_reduce", 0)
+        assert_all(comm, verdicts == 1, counts)
+
+    def wrong_shape(padded: Any) -> Any:
+        return padded[1:] if comm.Get_rank() == comm.Get_size() - 1 else padded
+
+    bad = compile(lambda u: dmesh.map_overlap(wrong_shape, u, depth=1))
+    u = _sharded(mesh, _data(mesh, (9, 6)))
+    assert_raises_all(comm, ShardingError, bad, u, match="padded block")

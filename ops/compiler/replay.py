@@ -25,6 +25,7 @@ import numpy as np
 import dmesh.collectives as coll
 from dmesh.collectives.agreement import raise_if_any_failed
 from dmesh.collectives.blocks import balanced_sizes
+from dmesh.collectives.errors import ShardingError
 from dmesh.core.layout import Layout
 from dmesh.core.plan import plan_redistribution
 from dmesh.core.spec import DArraySpec
@@ -148,12 +149,12 @@ class Plan:
                     self._make(k, slot, target, moves, made, ready, space, lines)
                 names.append(made[(slot, target)])
             space[f"f{k}"] = node.func
-            run = node.step.run
+            run = node.step.run if node.step is not None else None
             if run is None:
                 call = f"f{k}({', '.join(names)})"
             else:
                 space[f"r{k}"] = run
-                space[f"c{k}"] = node.step.call
+                space[f"c{k}"] = node.step.call  # type: ignore[union-attr]
                 call = f"r{k}(f{k}, [{', '.join(names)}], c{k})"
             if node.spec.ndim == 0:
                 call = f"_as_block({call})"
@@ -229,10 +230,20 @@ class Plan:
                 values[s] if t is None else _move(values[s], self.specs[s], t)
                 for s, t in zip(node.slots, node.moves)
             ]
-            run = node.step.run
-            result = _as_block(
-                node.func(*operands) if run is None else run(node.func, operands, node.step.call)
-            )
+            step = node.step
+            if step is None:  # a dmesh call's own work (map_overlap): its checks, voted here
+                failure: Exception | None = None
+                try:
+                    result = _as_block(node.func(*operands))
+                except (ShardingError, ValueError, TypeError) as exc:
+                    failure = exc
+                raise_if_any_failed(comm, failure, f"compiled {node.label}")
+            else:
+                result = _as_block(
+                    node.func(*operands)
+                    if step.run is None
+                    else step.run(node.func, operands, step.call)
+                )
             if error is None and result.dtype != node.spec.dtype:
                 error = ReplayError(
                     f"compiled {node.label}: the block has dtype {result.dtype}, tracing "

@@ -16,8 +16,10 @@ compare their plans before anything waits.
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -52,7 +54,7 @@ class Node:
 
     func: Any
     label: str
-    step: Step
+    step: Step | None  # None: ``func(block)`` of a dmesh call that keeps the layout
     slots: tuple[int, ...]  # where each operand comes from (arguments, constants, nodes)
     moves: tuple[Layout | None, ...]  # each operand's target layout where it moves, else None
     out: int  # the slot of the result
@@ -191,11 +193,38 @@ class Tracer:
         _hooks.dispatch_function = self.function
         _hooks.dispatch_donated = self.donated
         _hooks.dispatch_operator = self.operator
+        self.saved["recorder"] = _hooks.recorder
+        _hooks.recorder = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name, hook in self.saved.items():
             setattr(_hooks, name, hook)
+
+    def records(self, a: Any) -> bool:
+        """Whether ``a`` is a stand-in of this trace (a dmesh call on it is then recorded)."""
+        return isinstance(a, StandIn) and a._trace is self.trace
+
+    def block_call(
+        self, func: Callable[..., Any], a: StandIn, what: str, result_dtype: Callable[[], Any]
+    ) -> StandIn:
+        """Record ``func(block, spec)`` (a collective of its own, ``dmesh.map_overlap``'s),
+        whose result has ``a``'s layout and the dtype ``result_dtype()`` tells without a
+        message; the plan's first run checks it on every rank."""
+        trace = self.trace
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dtype = np.dtype(result_dtype())
+        except Exception as exc:
+            trace.graph_break(f"{what}: its result dtype is unknown ({type(exc).__name__})")
+        spec = DArraySpec(a.spec.mesh, a.spec.layout, dtype)
+        result = trace.stand_in(spec)
+        description = f"s{result._slot} = {_stable(what)}(s{a._slot}) -> {describe(spec)}"
+        bound = functools.partial(func, spec=a.spec)
+        node = Node(bound, what, None, (a._slot,), (None,), result._slot, spec, description)
+        trace.nodes.append(node)
+        return result
 
     def _ours(self, found: list[Any], what: str) -> bool:
         """Whether the call involves stand-ins (all DArrays then must be this trace's)."""
