@@ -205,6 +205,12 @@ def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
     decomposition) makes that signature run ``fn`` eagerly, with the same
     results. Side effects of ``fn`` (prints, appends) happen while tracing,
     not when a plan replays.
+
+    Every rank must pass constants of equal value (the specs of DArrays agree
+    by construction). A rank-dependent constant is caught by the plan
+    agreement when it makes every rank trace; it is not when some ranks
+    already hold a plan for their value and others trace (the ranks then
+    run different collectives).
     """
     if fn is None:
         return lambda f: Compiled(f, cache_size)
