@@ -101,40 +101,35 @@ def main() -> None:
         "dmesh eager": median_time(lambda: chain(x, y), comm),
         "dmesh.compile": median_time(lambda: compiled(x, y), comm),
     }
-    packed = compile(eight_sums)
-    packed(x)
-    with CommMode() as eager_calls:
-        eight_sums(x)
-    with CommMode() as compiled_calls:
-        packed(x)
-    sums = {
-        "dmesh eager": median_time(lambda: eight_sums(x), comm),
-        "dmesh.compile": median_time(lambda: packed(x), comm),
-    }
     u = dmesh.distribute(rng.standard_normal((64, 64)), mesh, [Shard(0)])
-    stepper = compile(heat)
-    stepper(u)
-    with CommMode() as eager_heat:
-        heat(u)
-    with CommMode() as compiled_heat:
-        stepper(u)
-    heats = {
-        "dmesh eager": median_time(lambda: heat(u), comm, 500),
-        "dmesh.compile": median_time(lambda: stepper(u), comm, 500),
-    }
+    sums = eager_and_compiled(eight_sums, x, comm, 2000)
+    heats = eager_and_compiled(heat, u, comm, 500)
     if comm.Get_rank() == 0:
         base = times["numpy (local blocks)"]
         print(f"20-op chain, (8, 4) float64 Shard(0) on {comm.Get_size()} ranks")
         for name, t in times.items():
             print(f"  {name:22s} {t * 1e6:8.1f} us/call  {t / base:5.2f}x numpy")
-        print("8 independent sums over the sharded axis, each consumed")
-        calls = {"dmesh eager": eager_calls, "dmesh.compile": compiled_calls}
-        for name, t in sums.items():
-            print(f"  {name:22s} {t * 1e6:8.1f} us/call  MPI calls {calls[name].counts()}")
-        print("heat-diffusion step (map_overlap), (64, 64) float64 Shard(0)")
-        calls = {"dmesh eager": eager_heat, "dmesh.compile": compiled_heat}
-        for name, t in heats.items():
-            print(f"  {name:22s} {t * 1e6:8.1f} us/call  MPI calls {calls[name].counts()}")
+        for title, rows in (
+            ("8 independent sums over the sharded axis, each consumed", sums),
+            ("heat-diffusion step (map_overlap), (64, 64) float64 Shard(0)", heats),
+        ):
+            print(title)
+            for name, (t, calls) in rows.items():
+                print(f"  {name:22s} {t * 1e6:8.1f} us/call  MPI calls {calls}")
+
+
+def eager_and_compiled(
+    fn: Callable[[Any], Any], x: Any, comm: MPI.Comm, repeat: int
+) -> dict[str, tuple[float, dict[Any, int]]]:
+    """``fn(x)`` eager and compiled: the median time per call and the collectives made."""
+    compiled = compile(fn)
+    compiled(x)
+    rows = {}
+    for name, call in (("dmesh eager", fn), ("dmesh.compile", compiled)):
+        with CommMode() as calls:
+            call(x)
+        rows[name] = (median_time(lambda call=call: call(x), comm, repeat), calls.counts())
+    return rows
 
 
 if __name__ == "__main__":
