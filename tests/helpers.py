@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -187,9 +188,13 @@ def assert_raises_all(
 
 
 def launch_job(
-    script: str, ranks: int, timeout: float = 90, extra_env: dict[str, str] | None = None
+    script: str,
+    ranks: int,
+    timeout: float = 90,
+    extra_env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python script`` as a separate ``mpiexec -n ranks`` job; capture its output.
+    """Run ``python script *args`` as a separate ``mpiexec -n ranks`` job; capture its output.
 
     Called by one rank of the test. Each rank of the job writes its stdout and
     stderr to files of its own (MPICH's ``-outfile-pattern``), read back in
@@ -211,7 +216,7 @@ def launch_job(
         cmd = [
             mpiexec, "-n", str(ranks),
             "-outfile-pattern", f"{folder}/out.%r", "-errfile-pattern", f"{folder}/err.%r",
-            sys.executable, script,
+            sys.executable, script, *args,
         ]  # fmt: skip
         with subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

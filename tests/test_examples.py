@@ -33,9 +33,22 @@ ROOT = Path(__file__).resolve().parent.parent
 )
 def test_example_runs(comm: MPI.Intracomm, script: str, ranks: int) -> None:
     """Rank 0 launches the example as a job of its own (1 rank, and 3: uneven blocks)."""
+    _run_example(comm, str(ROOT / "scripts" / script), ranks)
+
+
+@pytest.mark.parametrize(
+    "script", ["examples/heat2d.py", "examples/spectral_poisson.py", "examples/least_squares.py"]
+)
+def test_example_runs_compiled(comm: MPI.Intracomm, script: str) -> None:
+    """The examples with their work through dmesh.compile (``--compiled``), at 3 ranks: the
+    same check against NumPy passes (compiled, or eagerly after a graph break)."""
+    _run_example(comm, str(ROOT / "scripts" / script), 3, ("--compiled",))
+
+
+def _run_example(comm: MPI.Intracomm, path: str, ranks: int, args: tuple[str, ...] = ()) -> None:
     ok, message = True, ""
     if comm.Get_rank() == 0:
-        child = launch_job(str(ROOT / "scripts" / script), ranks)
+        child = launch_job(path, ranks, args=args)
         ok = child.returncode == 0
         message = f"-n {ranks}: exit {child.returncode}\n{child.stdout}\n{child.stderr}\n"
     assert_all(comm, ok, message)
