@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import shutil
 import signal
@@ -185,6 +186,21 @@ def assert_raises_all(
             message = f"message {str(exc)!r} does not match {match!r}"
     assert_all(comm, ok, message)
     return caught
+
+
+def signature_mismatches(ours: Any, theirs: Any, names: Sequence[str]) -> list[str]:
+    """The ``names`` whose function in module ``ours`` lacks a docstring or differs from the
+    one in ``theirs`` (the reference, array_api_strict) in a parameter's name, kind or default."""
+
+    def shape(func: Any) -> list[tuple[Any, ...]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(func).parameters.values()]
+
+    return [
+        name
+        for name in names
+        if not getattr(ours, name).__doc__
+        or shape(getattr(ours, name)) != shape(getattr(theirs, name))
+    ]
 
 
 def launch_job(
