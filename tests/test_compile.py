@@ -16,7 +16,7 @@ import pytest
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Replicate, Shard
+from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ShardingError
 from dmesh.debug import CommMode
 from dmesh.ops.compiler import PlanMismatchError, compile
@@ -303,3 +303,17 @@ def test_map_overlap_compiles_without_its_verdict(comm: MPI.Comm, mesh: Any) -> 
     bad = compile(lambda u: dmesh.map_overlap(wrong_shape, u, depth=1))
     u = _sharded(mesh, _data(mesh, (9, 6)))
     assert_raises_all(comm, ShardingError, bad, u, match="padded block")
+
+
+def test_partial_max_and_min_arguments(comm: MPI.Comm, mesh: Any) -> None:
+    """Partial("max")/("min") arguments (the data on mesh coordinate 0, -inf/inf elsewhere):
+    compiled equals eager, the reductions they need made in the replay."""
+    data = _data(mesh, (6, 4))
+    data[1, 2], data[3, 0] = np.nan, -np.inf
+    rest = [Replicate()] * (mesh.ndim - 1)
+    first = mesh.coordinate[0] == 0
+    for op, fill in (("max", -np.inf), ("min", np.inf)):
+        terms = data if first else np.full_like(data, fill)
+        partial = dmesh.from_local(terms, mesh, [Partial(op), *rest])
+        check(comm, chain, partial, 1.5, 0.25)
+        check(comm, decomposed, partial)
