@@ -317,3 +317,20 @@ def test_partial_max_and_min_arguments(comm: MPI.Comm, mesh: Any) -> None:
         partial = dmesh.from_local(terms, mesh, [Partial(op), *rest])
         check(comm, chain, partial, 1.5, 0.25)
         check(comm, decomposed, partial)
+
+
+def test_nested_compiled_functions_are_inlined(comm: MPI.Comm, mesh: Any) -> None:
+    """A compiled function called while another traces is inlined into the outer plan: one
+    trace, no graph break, eager's bits; called on its own, it compiles as usual."""
+    inner = compile(lambda y: np.sin(y) + 1)
+
+    def outer(y: Any) -> Any:
+        return inner(y * 2) - np.sum(inner(y), axis=0)
+
+    x = _uneven(mesh, _data(mesh, (7, 3)))
+    outer(x)  # eager: inner compiles on its own (one trace per signature)
+    before = inner.traces
+    compiled = check(comm, outer, x)  # traces outer (inner inlined), then replays it
+    ok = compiled.traces == 1 and inner.traces == before
+    assert_all(comm, ok, f"inner traced {inner.traces - before} more times inside outer's trace")
+    check(comm, inner, x)

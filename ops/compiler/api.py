@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.darray import DArray
 from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
@@ -73,6 +74,10 @@ class Compiled(Generic[R]):
             return self.fn(*args, **kwargs)  # no cache key: the plain call
         if not leaves:
             return self.fn(*args, **kwargs)  # no DArray: nothing to compile
+        if _hooks.recorder is not None and any(isinstance(x, StandIn) for x in leaves):
+            # Called while another compiled function traces: inlined into its trace, so
+            # the outer plan holds these ops too and tracing still sends no message.
+            return self.fn(*args, **kwargs)
         entry = self.plans.get(key)
         if entry is None:
             return self._first(key, leaves, args, kwargs)
