@@ -31,6 +31,12 @@ setitem: Callable[[Any, Any, Any], None] | None = None
 # trace's stand-ins (``recorder.records(a)``) instead of running it.
 recorder: Any = None
 
+# While a compiled function runs in segments (dmesh.ops.compiler.segments), ops wait
+# in a segment until something needs their values: this is called before a DArray's
+# block is handed out or written in place (``a.local``, ``a.fill``, ``a.sort``), so
+# the waiting ops run first and see the block as it was.
+before_block_access: Callable[[], None] | None = None
+
 # dmesh.array_api, the Array API namespace ``DArray.__array_namespace__`` returns;
 # installed by dmesh/__init__.py (the namespace sits above DArray's layer).
 array_namespace: Any = None

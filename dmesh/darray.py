@@ -162,10 +162,14 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     @property
     def local(self) -> Any:
         """This rank's block (the array itself, not a copy)."""
+        if _hooks.before_block_access is not None:
+            _hooks.before_block_access()
         return self._local
 
     def to_local(self) -> Any:
         """This rank's block, without communication."""
+        if _hooks.before_block_access is not None:
+            _hooks.before_block_access()
         return self._local
 
     def __len__(self) -> int:

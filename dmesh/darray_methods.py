@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate
@@ -240,10 +241,14 @@ class ArrayMethods:
             self._spec = self._spec.with_layout(  # type: ignore[misc]  # DArray's slot
                 Layout(layout.mesh_shape, placements, layout.shape, layout.bounds)
             )
+        if _hooks.before_block_access is not None:
+            _hooks.before_block_access()
         self._local[...] = value
 
     def _assign_result(self, result: Any) -> None:
         """Make ``result`` (same shape and dtype) this array's value, in place."""
+        if _hooks.before_block_access is not None:
+            _hooks.before_block_access()
         if any(p.is_partial() for p in self._spec.placements):
             self._local, self._spec = result._local, result._spec  # type: ignore[misc]  # no partial terms to keep
             return

@@ -26,6 +26,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.segments import LazyArray, Segments, State
 from dmesh.ops.compiler.signature import Unkeyable, rebuild, signature
 from dmesh.ops.compiler.trace import StandIn, Trace, tracing
 
@@ -52,7 +53,9 @@ class Entry:
     plan: Plan | None
     template: Any = None  # the returned structure, outputs as _Out
     comm: Any = None
-    eager: str | None = None  # why this signature runs eagerly
+    eager: str | None = None  # why this signature runs eagerly (or in segments)
+    segments: State | None = None  # where a broken trace's segments are recorded
+    mesh: Any = None
 
 
 class Compiled(Generic[R]):
@@ -66,6 +69,7 @@ class Compiled(Generic[R]):
         self.traces = 0  # how many times fn was traced
         self.evictions = 0  # plans dropped from the full cache
         self.breaks: list[str] = []  # graph-break reasons, most recent last
+        self.segment_runs = 0  # segments run by calls whose trace broke
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
         try:
@@ -83,6 +87,8 @@ class Compiled(Generic[R]):
             return self._first(key, leaves, args, kwargs)
         plan = entry.plan
         if plan is None:
+            if entry.segments is not None:
+                return self._segmented(entry, args, kwargs)
             return self.fn(*args, **kwargs)
         outputs = plan.run([x._local for x in leaves])
         return self._result(entry, plan, outputs, leaves)  # type: ignore[no-any-return]
@@ -97,9 +103,19 @@ class Compiled(Generic[R]):
         entry = self.plans.get(key)
         if entry is None:
             return "not traced for these arguments' signature yet"
+        if entry.segments is not None:
+            plans = entry.segments.plans()
+            lines = [
+                f"graph break ({entry.eager}): runs in segments, each compiled; "
+                f"{len(plans)} segment plan(s) so far"
+            ]
+            for k, plan in enumerate(plans):
+                lines += [f"segment {k}:", plan.describe()]
+            return "\n".join(lines)
         if entry.plan is None:
             return f"runs eagerly: {entry.eager}"
-        return entry.plan.describe()
+        evicted = f"\n({self.evictions} plan(s) evicted from the full cache)"
+        return entry.plan.describe() + (evicted if self.evictions else "")
 
     def _first(self, key: Any, leaves: list[DArray], args: Any, kwargs: dict[str, Any]) -> R:
         """Trace, agree, keep the entry, run it (checked)."""
@@ -133,12 +149,30 @@ class Compiled(Generic[R]):
         agree(comm, lines, getattr(self.fn, "__qualname__", repr(self.fn)))
         if trace.broken is not None:
             self.breaks.append(trace.broken)
-            return self._eager(key, Entry(None, eager=trace.broken), args, kwargs)
-        plan = Plan(trace, len(leaves), outputs)
+            entry = Entry(None, None, comm, trace.broken, State(Trace(), ()), mesh)
+            self._keep(key, entry)
+            return self._segmented(entry, args, kwargs)
+        plan = Plan(trace, list(range(len(leaves))), outputs)
         entry = Entry(plan, template, comm)
         self._keep(key, entry)
         blocks = plan.run_checked([x._local for x in leaves], comm)
         return self._result(entry, plan, blocks, leaves)  # type: ignore[no-any-return]
+
+    def _segmented(self, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
+        """Run ``fn`` with its ops recorded into segments, each run as one compiled plan
+        (:mod:`~dmesh.ops.compiler.segments`)."""
+        assert entry.segments is not None
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        session = Segments(entry.segments, entry.comm, entry.mesh, name)
+        with session:
+            try:
+                out = self.fn(*args, **kwargs)
+                session.flush()
+            except BaseException:
+                session.abandon()
+                raise
+        self.segment_runs += session.runs
+        return rebuild(out, _plain)  # type: ignore[no-any-return]
 
     def _eager(self, key: Any, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
         self._keep(key, entry)
@@ -153,7 +187,7 @@ class Compiled(Generic[R]):
     @staticmethod
     def _result(entry: Entry, plan: Plan, blocks: tuple[Any, ...], leaves: list[DArray]) -> Any:
         """The returned structure: argument outputs as the arguments, the others wrapped."""
-        n = plan.arguments
+        n = len(plan.inputs)
         values = [
             leaves[s] if s < n else DArray(b, plan.specs[s]) for b, s in zip(blocks, plan.outputs)
         ]
@@ -161,6 +195,11 @@ class Compiled(Generic[R]):
         if type(template) is _Out:
             return values[template.index]
         return _fill(template, values)
+
+
+def _plain(x: DArray) -> DArray:
+    """A returned lazy array as a plain DArray (its segment ran)."""
+    return DArray(x._local, x.spec) if isinstance(x, LazyArray) else x
 
 
 def _template(out: Any, trace: Trace, outputs: list[int]) -> Any:

@@ -38,7 +38,7 @@ __all__ = ["Plan"]
 
 def _move(block: Any, spec: DArraySpec, target: Layout) -> Any:
     """``block`` (of an array of ``spec``) in ``target``'s layout (collective)."""
-    return DArray(block, spec).with_layout(target).local
+    return DArray(block, spec).with_layout(target)._local
 
 
 def _reduce_many(blocks: list[Any], op: str, comm: Any, axis: int) -> list[Any]:
@@ -109,12 +109,12 @@ def _as_block(result: Any) -> Any:
 class Plan:
     """The replayable form of a trace: inputs, nodes, outputs and the generated function."""
 
-    def __init__(self, trace: Trace, arguments: int, outputs: list[int]) -> None:
+    def __init__(self, trace: Trace, inputs: list[int], outputs: list[int]) -> None:
         # Every slot's spec (constants' slots hold none and are never moved nor wrapped).
         self.specs = cast(list[DArraySpec], list(trace.specs))
         self.constants = dict(trace.constants)
         self.nodes = list(trace.nodes)
-        self.arguments = arguments
+        self.inputs = inputs  # the slots the blocks passed to ``run`` fill, in order
         self.outputs = outputs
         self.function = self._generate()
 
@@ -130,7 +130,7 @@ class Plan:
         space: dict[str, Any] = {"_move": _move, "_as_block": _as_block, "_reduce": _reduce_many}
         for slot, value in self.constants.items():
             space[f"v{slot}"] = value
-        lines = [f"def plan({', '.join(f'v{i}' for i in range(self.arguments))}):"]
+        lines = [f"def plan({', '.join(f'v{i}' for i in self.inputs)}):"]
         moves = [
             (k, slot, target, reduction_of(self.specs[slot], target))
             for k, node in enumerate(self.nodes)
@@ -138,7 +138,7 @@ class Plan:
             if target is not None
         ]
         made: dict[tuple[int, Layout], str] = {}  # (slot, target) -> the moved block's name
-        ready = set(range(self.arguments)) | set(self.constants)
+        ready = set(self.inputs) | set(self.constants)
         for k, node in enumerate(self.nodes):
             names = []
             for slot, target in zip(node.slots, node.moves):
@@ -222,7 +222,7 @@ class Plan:
 
     def run_checked(self, blocks: list[Any], comm: Any) -> tuple[Any, ...]:
         """``run`` node by node, checking each block's dtype; the ranks vote (collective)."""
-        values: dict[int, Any] = dict(enumerate(blocks))
+        values: dict[int, Any] = dict(zip(self.inputs, blocks))
         values.update(self.constants)
         error: Exception | None = None
         for node in self.nodes:

@@ -8,6 +8,7 @@ inside tuples, lists and dicts count as arguments too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from dmesh.darray import DArray
 
-__all__ = ["Unkeyable", "rebuild", "signature"]
+__all__ = ["Unkeyable", "key_of", "rebuild", "signature"]
 
 
 class Unkeyable(Exception):  # noqa: N818 - internal signal
@@ -30,23 +31,36 @@ def signature(
     Raises :class:`Unkeyable` for an argument that cannot key a cache.
     """
     leaves: list[DArray] = []
-    key = (_key(args, leaves), _key(kwargs, leaves))
+
+    def leaf(x: DArray) -> Any:
+        leaves.append(x)
+        return ("D", x.spec)
+
+    key = (key_of(args, leaf), key_of(kwargs, leaf))
     return key, leaves
 
 
-def _key(obj: Any, leaves: list[DArray]) -> Any:
+def key_of(obj: Any, leaf: Callable[[DArray], Any]) -> Any:
+    """A hashable key of ``obj``: each DArray ``x`` keyed as ``leaf(x)``, containers by
+    their items, NumPy arrays by shape, dtype and bytes, other values by type and value
+    (floats by their bits: ``0.0 == -0.0`` and ``nan != nan``, yet results differ)."""
     if isinstance(obj, DArray):
-        leaves.append(obj)
-        return ("D", obj.spec)
+        return leaf(obj)
     kind = type(obj)
     if kind is tuple or kind is list:
-        return (kind, tuple(_key(x, leaves) for x in obj))
+        return (kind, tuple(key_of(x, leaf) for x in obj))
     if kind is dict:
-        return (dict, tuple((k, _key(v, leaves)) for k, v in obj.items()))
-    if isinstance(obj, np.ndarray):
+        return (dict, tuple((k, key_of(v, leaf)) for k, v in obj.items()))
+    if kind is slice:  # unhashable before Python 3.12
+        return (slice, key_of((obj.start, obj.stop, obj.step), leaf))
+    if kind is float:  # equal floats have equal bits, but for the sign of zero
+        return (float, obj, math.copysign(1.0, obj))
+    if kind is complex:
+        return (complex, obj, math.copysign(1.0, obj.real), math.copysign(1.0, obj.imag))
+    if isinstance(obj, (np.ndarray, np.generic)):
         if obj.dtype.hasobject:
             raise Unkeyable(f"an object array of shape {obj.shape}")
-        return ("A", obj.shape, obj.dtype.str, obj.tobytes())
+        return ("A", kind, obj.shape, obj.dtype.str, obj.tobytes())
     try:
         hash(obj)
     except TypeError:

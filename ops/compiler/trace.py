@@ -32,6 +32,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.signature import rebuild
 from dmesh.ops.dispatch import function_label
+from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, Step, prepare
 from dmesh.ops.registry import (
@@ -157,6 +158,9 @@ class StandIn(DArray):
         self._break("a redistribution")
 
     def __getitem__(self, key: Any) -> DArray:
+        recorder = _hooks.recorder
+        if isinstance(recorder, Tracer) and recorder.records(self):
+            return recorder.getitem(self, key)
         self._break("indexing")
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -219,10 +223,25 @@ class Tracer:
         except Exception as exc:
             trace.graph_break(f"{what}: its result dtype is unknown ({type(exc).__name__})")
         spec = DArraySpec(a.spec.mesh, a.spec.layout, dtype)
+        return self._block_node(functools.partial(func, spec=a.spec), a, spec, _stable(what))
+
+    def getitem(self, a: StandIn, key: Any) -> StandIn:
+        """Record ``a[key]`` when it is plain basic indexing (a view of the block, no
+        message); anything else (masks, index arrays, mirrored blocks) breaks the graph."""
+        planned = block_indexing(a.spec, key)
+        if planned is None:
+            self.trace.graph_break(f"indexing with {_stable(key)} (moves data or reads values)")
+        spec, index = planned
+        return self._block_node(index, a, spec, f"getitem[{_stable(key)}]")
+
+    def _block_node(
+        self, func: Callable[[Any], Any], a: StandIn, spec: DArraySpec, what: str
+    ) -> StandIn:
+        """Record ``func(block of a)``, a result of ``spec``, described as ``what``."""
+        trace = self.trace
         result = trace.stand_in(spec)
-        description = f"s{result._slot} = {_stable(what)}(s{a._slot}) -> {describe(spec)}"
-        bound = functools.partial(func, spec=a.spec)
-        node = Node(bound, what, None, (a._slot,), (None,), result._slot, spec, description)
+        description = f"s{result._slot} = {what}(s{a._slot}) -> {describe(spec)}"
+        node = Node(func, what, None, (a._slot,), (None,), result._slot, spec, description)
         trace.nodes.append(node)
         return result
 

@@ -211,6 +211,41 @@ def getitem(a: DArray, key: Any) -> DArray:
     return result
 
 
+def _plain(item: Any) -> bool:
+    if item is None or item is Ellipsis:
+        return True
+    if isinstance(item, slice):
+        return all(v is None or _plain_int(v) for v in (item.start, item.stop, item.step))
+    return _plain_int(item)
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def block_indexing(spec: DArraySpec, key: Any) -> tuple[DArraySpec, Any] | None:
+    """``a[key]`` for an ``a`` of ``spec`` as (result spec, function of ``a``'s block), when
+    ``key`` is plain basic indexing (ints, slices, None, ``...``) that moves no data; None
+    otherwise (masks, index arrays, a negative step on a sharded dim). Sends no message:
+    what ``dmesh.compile`` records. Raises as ``a[key]`` for an out-of-range index."""
+    items = key if type(key) is tuple else (key,)
+    if not all(_plain(item) for item in items):
+        return None
+    plan = plan_index(spec, key)
+    if plan.mirrored or spec.mesh.coordinate is None:
+        return None
+    result = DArraySpec(spec.mesh, plan.layout, spec.dtype)
+    local, owners = plan.local, plan.owners
+
+    def index(block: Any) -> Any:
+        xp = array_module(block)
+        if any(k is NOT_HELD for k in local):  # another rank holds it: an identity term
+            return absent_term(result, owners, xp)
+        return xp.asarray(block[local])
+
+    return result, index
+
+
 def absent_term(spec: DArraySpec, owners: dict[int, int], xp: Any) -> Any:
     """This rank's block of ``a[i]`` when another rank holds the element: terms of the identity.
 

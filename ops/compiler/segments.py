@@ -1,0 +1,418 @@
+"""Segments: a compiled function whose trace breaks runs its traced parts compiled.
+
+When tracing meets something it cannot record (a value read, indexing, a
+kernel that reads blocks: a graph break), that signature runs in segments.
+Each call runs the Python of ``fn`` again, but the ops on DArrays are not
+run where they stand: each is recorded as the next step of the current
+*segment* (``LazyArray`` results, specs only) and the segment runs as one
+compiled :class:`~dmesh.ops.compiler.replay.Plan`, its communication
+planned as a whole, when something needs its values: the break itself.
+The break runs eagerly on the computed blocks, and recording resumes after
+it, in a new segment.
+
+Recording is cached: the steps of all calls form a tree (``State``), keyed
+by each op's callable, constants and operand slots, so a call that repeats
+an earlier one's ops costs a dictionary lookup per op, and each segment's
+plan is traced, agreed across the ranks (one collective, at its first run)
+and generated once. A DArray that is not an argument (a closure's, a break's
+result) enters a segment as one more input.
+
+The blocks a segment reads are those at its run, so anything that writes a
+block or hands it out (``out=``, ``a[k] = v``, ``a.fill``, ``a.local``) runs
+the waiting ops first (``dmesh._hooks.before_block_access``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from dmesh import _hooks
+from dmesh.darray import DArray
+from dmesh.ops.compiler.agreement import agree
+from dmesh.ops.compiler.errors import GraphBreak
+from dmesh.ops.compiler.lazy import LazyArray
+from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.signature import Unkeyable, key_of, rebuild
+from dmesh.ops.compiler.trace import StandIn, Trace, Tracer, describe
+
+__all__ = ["LazyArray", "Segments", "State"]
+
+# Steps one function's tree keeps (fresh callables as arguments, lambdas, make new keys).
+STATE_LIMIT = 4096
+# Functions that write into an argument: the waiting ops run first.
+IN_PLACE = frozenset(
+    f
+    for f in (
+        getattr(np, name, None)
+        for name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
+    )
+    if f is not None
+)
+_HOOKS = ("dispatch_ufunc", "dispatch_function", "dispatch_donated", "dispatch_operator")
+_BREAK = "break"  # a step that cannot be recorded: run eagerly
+
+
+class _Foreign(Exception):  # noqa: N818 - internal signal
+    """An operand on another mesh: the step runs eagerly."""
+
+
+class _Slot:
+    """Where a recorded op's result went: its slot in the segment."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+
+class State:
+    """A point in recording a segment: the trace up to there, the steps that follow, and the
+    segment's plan once it ran from here."""
+
+    __slots__ = ("inputs", "next", "nodes", "plan", "specs", "trace")
+
+    def __init__(self, trace: Trace, inputs: tuple[int, ...]) -> None:
+        self.trace = trace  # shared along a line of states; this one is a prefix of it
+        self.specs = len(trace.specs)
+        self.nodes = len(trace.nodes)
+        self.inputs = inputs  # the slots the segment's inputs fill
+        self.next: dict[Any, Any] = {}  # step key -> (State, result template) or _BREAK
+        self.plan: Plan | None = None
+
+    def plans(self) -> list[Plan]:
+        """The segment plans made from this state on (depth first)."""
+        found, todo = [], [self]
+        while todo:
+            state = todo.pop()
+            if state.plan is not None:
+                found.append(state.plan)
+            todo += [known[0] for known in reversed(state.next.values()) if known is not _BREAK]
+        return found
+
+    def working(self) -> Trace:
+        """The trace to record from here: the shared one where this state is its end, else
+        a copy of this state's prefix (another call went another way from here)."""
+        t = self.trace
+        if len(t.specs) == self.specs and len(t.nodes) == self.nodes:
+            return t
+        return self.prefix()
+
+    def prefix(self) -> Trace:
+        t = self.trace
+        constants = {k: v for k, v in t.constants.items() if k < self.specs}
+        return Trace(t.specs[: self.specs], constants, t.nodes[: self.nodes])
+
+    def undo(self, trace: Trace) -> None:
+        """Drop what a failed recording added to ``trace`` past this state."""
+        del trace.specs[self.specs :], trace.nodes[self.nodes :]
+        for k in [k for k in trace.constants if k >= self.specs]:
+            del trace.constants[k]
+        trace.broken = None
+
+
+class Segments:
+    """The hooks of one segmented call: ops on lazy arrays are recorded, breaks run eagerly."""
+
+    def __init__(self, root: State, comm: Any, mesh: Any, name: str) -> None:
+        self.root = root
+        self.state = root
+        self.comm = comm
+        self.mesh = mesh
+        self.name = name
+        self.slots: dict[int, int] = {}  # id(input DArray) -> its slot in the segment
+        self.objects: dict[int, DArray] = {}  # slot -> input DArray (kept: ids stay unique)
+        self.pending: dict[int, list[weakref.ref[LazyArray]]] = {}
+        self.eager: dict[str, Any] = {}
+        self.active = False
+        self.runs = 0  # segments run by this call
+        self.operands = 0  # DArrays among the current step's operands
+
+    # -- the hooks -------------------------------------------------------------------
+    def __enter__(self) -> Segments:
+        for name in _HOOKS:
+            self.eager[name] = getattr(_hooks, name)
+        self.eager["setitem"] = _hooks.setitem
+        self.eager["getitem"] = _hooks.getitem
+        self.eager["recorder"] = _hooks.recorder
+        self.eager["before_block_access"] = _hooks.before_block_access
+        self._install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+        self.active = False
+
+    def _install(self) -> None:
+        _hooks.dispatch_ufunc = self.ufunc
+        _hooks.dispatch_function = self.function
+        _hooks.dispatch_donated = self.donated
+        _hooks.dispatch_operator = self.operator
+        _hooks.setitem = self.setitem
+        _hooks.getitem = self.getitem
+        _hooks.recorder = self
+        _hooks.before_block_access = self.flush
+        self.active = True
+
+    def _restore(self) -> None:
+        for name, hook in self.eager.items():
+            setattr(_hooks, name, hook)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Eager dispatch inside (a break's own work), recording again after."""
+        if not self.active:
+            yield
+            return
+        self._restore()
+        self.active = False
+        try:
+            yield
+        finally:
+            self._install()
+
+    def records(self, a: Any) -> bool:
+        """``dmesh.map_overlap`` asks: it runs eagerly here (its block call is not keyed)."""
+        return False
+
+    def ufunc(self, ufunc: Any, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        return self._step(
+            ("u", ufunc, method),
+            (inputs, kw),
+            lambda t, p: t.ufunc(ufunc, method, p[0], p[1]),
+            lambda: self.eager["dispatch_ufunc"](ufunc, method, inputs, kw),
+            writes="out" in kw,
+        )
+
+    def function(self, func: Any, types: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        return self._step(
+            ("f", func),
+            (args, kw),
+            lambda t, p: t.function(func, types, p[0], p[1]),
+            lambda: self.eager["dispatch_function"](func, types, args, kw),
+            writes="out" in kw or func in IN_PLACE,
+        )
+
+    def donated(self, ufunc: Any, inputs: tuple[Any, ...], donor: int) -> Any:
+        return self._step(
+            ("u", ufunc, "__call__"),
+            (inputs, {}),
+            lambda t, p: t.donated(ufunc, p[0], donor),
+            lambda: self.eager["dispatch_donated"](ufunc, inputs, donor),
+        )
+
+    def operator(self, ufunc: Any, inputs: tuple[Any, ...]) -> Any:
+        return self._step(
+            ("u", ufunc, "__call__"),
+            (inputs, {}),
+            lambda t, p: t.operator(ufunc, p[0]),
+            lambda: self.eager["dispatch_operator"](ufunc, inputs),
+        )
+
+    def getitem(self, a: Any, key: Any) -> Any:
+        return self._step(
+            ("getitem",),
+            (a, key),
+            lambda t, p: t.getitem(*p),
+            lambda: self.eager["getitem"](a, key),
+        )
+
+    def setitem(self, a: Any, key: Any, value: Any) -> None:
+        self.flush()
+        with self.paused():
+            self.eager["setitem"](a, key, value)
+
+    # -- recording -------------------------------------------------------------------
+    def _step(
+        self,
+        head: tuple[Any, ...],
+        payload: Any,
+        record: Callable[[Tracer, Any], Any],
+        eager: Callable[[], Any],
+        writes: bool = False,
+    ) -> Any:
+        if writes:
+            return self._eager(eager)
+        self.operands = 0
+        try:
+            try:
+                key: Any = (head, self._key(payload))
+            except Unkeyable:
+                key = None
+                rebuild(payload, self._operand)  # every operand has its slot
+        except _Foreign:
+            return self._eager(eager)
+        if not self.operands:
+            return self._eager(eager)
+        state = self.state  # binding inputs moved it
+        known = state.next.get(key) if key is not None else None
+        if known is _BREAK:
+            return self._eager(eager)
+        if known is None:
+            known = self._record(state, key, payload, record)
+            if known is None:
+                return self._eager(eager)
+        self.state, template = known
+        return rebuild_template(template, self._result)
+
+    def _key(self, payload: tuple[Any, Any]) -> Any:
+        """``key_of(payload)`` for the usual ``(operands, keywords)``, without its recursion
+        for the operands that are DArrays or plain Python scalars."""
+        items, kw = payload
+        if type(items) is not tuple:
+            return key_of(payload, self._operand)
+        parts: list[Any] = []
+        for x in items:
+            kind = type(x)
+            if kind is int or kind is bool or kind is str or x is None:
+                parts.append((kind, x))
+            elif kind is float:
+                parts.append((float, x, math.copysign(1.0, x)))
+            elif isinstance(x, DArray):
+                parts.append(self._operand(x))
+            else:
+                parts.append(key_of(x, self._operand))
+        return (tuple(parts), key_of(kw, self._operand) if kw else ())
+
+    def _pending(self, x: Any) -> bool:
+        return isinstance(x, LazyArray) and x._session is self and x._block is None
+
+    def _operand(self, x: DArray) -> Any:
+        """The key of operand ``x``: its slot (an input not seen yet takes a new one)."""
+        self.operands += 1
+        if x.mesh is not self.mesh:
+            raise _Foreign
+        if self._pending(x):
+            return x._slot  # type: ignore[attr-defined]  # a LazyArray
+        slot = self.slots.get(id(x))
+        if slot is None:
+            slot = self._bind(x)
+        return slot
+
+    def _bind(self, x: DArray) -> int:
+        state = self.state
+        key = ("in", x.spec)
+        known = state.next.get(key)
+        if known is None:
+            trace = state.working()
+            trace.stand_in(x.spec)
+            known = (State(trace, (*state.inputs, state.specs)), None)
+            self._remember(state, key, known)
+        self.state = known[0]
+        slot = self.state.inputs[-1]
+        self.slots[id(x)] = slot
+        self.objects[slot] = x
+        return slot
+
+    def _record(self, state: State, key: Any, payload: Any, record: Callable[..., Any]) -> Any:
+        """Record one step from ``state`` on stand-ins: (next State, result template), or
+        None when it cannot be recorded (a graph break, or an error the eager run raises)."""
+        trace = state.working()
+        stand_ins: dict[int, StandIn] = {}
+
+        def stand_in(x: DArray) -> StandIn:
+            slot = x._slot if self._pending(x) else self.slots[id(x)]  # type: ignore[attr-defined]
+            if slot not in stand_ins:
+                stand_ins[slot] = StandIn(trace.specs[slot], trace, slot)  # type: ignore[arg-type]
+            return stand_ins[slot]
+
+        try:
+            with Tracer(trace) as tracer:
+                result = record(tracer, rebuild(payload, stand_in))
+            template = _template(result, trace)
+        except GraphBreak:
+            state.undo(trace)
+            self._remember(state, key, _BREAK)
+            return None
+        except Exception:
+            state.undo(trace)  # the eager run raises it (or succeeds) with the values
+            return None
+        known = (State(trace, state.inputs), template)
+        self._remember(state, key, known)
+        return known
+
+    def _remember(self, state: State, key: Any, known: Any) -> None:
+        if key is not None and len(state.next) < STATE_LIMIT:
+            state.next[key] = known
+
+    def _result(self, slot: int) -> Any:
+        if slot in self.objects:
+            return self.objects[slot]
+        lazy = LazyArray.__new__(LazyArray)  # the fields without DArray.__init__'s setter
+        lazy._session, lazy._block, lazy._slot = self, None, slot
+        lazy._spec, lazy._trace = self.state.trace.specs[slot], self.state.trace  # type: ignore[assignment]
+        self.pending.setdefault(slot, []).append(weakref.ref(lazy))
+        return lazy
+
+    def _eager(self, eager: Callable[[], Any]) -> Any:
+        self.flush()
+        with self.paused():
+            return eager()
+
+    # -- running a segment -----------------------------------------------------------
+    def flush(self) -> None:
+        """Run the ops recorded since the last run as one plan (collective), fill the
+        lazy arrays' blocks, and start a new segment."""
+        state, objects, pending = self.state, self.objects, self.pending
+        # A new segment first: the plan's own work must not record into this one.
+        self.state, self.objects, self.pending = self.root, {}, {}
+        self.slots.clear()
+        if not (state.nodes and pending):
+            return
+        with self.paused():
+            blocks = [objects[s]._local for s in state.inputs]
+            plan = state.plan
+            if plan is None:
+                trace = state.prefix()
+                inputs = [f"input s{s}: {describe(trace.specs[s])}" for s in state.inputs]  # type: ignore[arg-type]
+                agree(self.comm, inputs + trace.descriptions(), self.name)
+                plan = state.plan = Plan(trace, list(state.inputs), [n.out for n in trace.nodes])
+                values = plan.run_checked(blocks, self.comm)
+            else:
+                values = plan.run(blocks)
+        self.runs += 1
+        for slot, value in zip(plan.outputs, values):
+            for ref in pending.get(slot, ()):
+                lazy = ref()
+                if lazy is not None:
+                    lazy._block = value
+
+    def abandon(self) -> None:
+        """The call raised: the ops still waiting never run, and their arrays say so."""
+        for refs in self.pending.values():
+            for ref in refs:
+                lazy = ref()
+                if lazy is not None:
+                    lazy._session = None
+        self.pending.clear()
+
+
+def _template(result: Any, trace: Trace) -> Any:
+    """``result`` with each stand-in of ``trace`` as a :class:`_Slot`."""
+    if isinstance(result, StandIn) and result._trace is trace:
+        return _Slot(result._slot)
+    if isinstance(result, DArray):
+        raise GraphBreak(f"a recorded step returned a DArray of another trace ({result!r})")
+    kind = type(result)
+    if kind is tuple or kind is list:
+        return kind(_template(x, trace) for x in result)
+    if kind is dict:
+        return {k: _template(v, trace) for k, v in result.items()}
+    return result
+
+
+def rebuild_template(template: Any, fill: Callable[[int], Any]) -> Any:
+    """``template`` with each :class:`_Slot` replaced by ``fill(slot)``."""
+    if type(template) is _Slot:
+        return fill(template.slot)
+    kind = type(template)
+    if kind is tuple or kind is list:
+        return kind(rebuild_template(x, fill) for x in template)
+    if kind is dict:
+        return {k: rebuild_template(v, fill) for k, v in template.items()}
+    return template
