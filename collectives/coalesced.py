@@ -114,12 +114,19 @@ def all_reduce_coalesced(
 
 
 def all_gather_coalesced(
-    xs: Sequence[Any], axis: int = 0, group: Group = None, *, async_op: bool = False
+    xs: Sequence[Any],
+    axis: int = 0,
+    group: Group = None,
+    *,
+    sizes: Sequence[Sequence[int]] | None = None,
+    async_op: bool = False,
 ) -> list[Any]:
     """:func:`all_gather` of each array of ``xs`` along ``axis``, in one MPI call.
 
     Lengths along ``axis`` may differ between ranks; they travel in one small
-    header first, which also checks the ranks agree. Collective.
+    header first, which also checks the ranks agree, unless ``sizes`` gives
+    them (for each array, one length per rank, the same on every rank: the
+    one MPI call is then all). Collective.
     """
     if tracing.hooked and not tracing.depth:  # a debug tool watches (one read otherwise)
         return tracing.observe_list("all_gather_coalesced", all_gather_coalesced, locals())
@@ -129,17 +136,20 @@ def all_gather_coalesced(
     if not arrays:
         return []
     axes = _axes(arrays, axis, "all_gather_coalesced")
-    # One header row per rank: every array's shape, flattened, after ndims.
-    layout = [len(a.shape) for a in arrays]
-    mine = [n for a in arrays for n in a.shape]
-    headers = all_gather_headers(comm, (), arrays[0].dtype, [*layout, *mine])
-    check_same_except(headers, None, "all_gather_coalesced")
-    shapes_by_rank = [_split_shapes(extra[len(layout) :], layout) for _, _, extra in headers]
-    for i, ax in enumerate(axes):
-        check_same_except(
-            [(shapes[i], arrays[0].dtype, ()) for shapes in shapes_by_rank], ax,
-            f"all_gather_coalesced (xs[{i}])",
-        )  # fmt: skip
+    if sizes is not None:
+        shapes_by_rank = _known_shapes(arrays, axes, sizes, comm.Get_size())
+    else:
+        # One header row per rank: every array's shape, flattened, after ndims.
+        layout = [len(a.shape) for a in arrays]
+        mine = [n for a in arrays for n in a.shape]
+        headers = all_gather_headers(comm, (), arrays[0].dtype, [*layout, *mine])
+        check_same_except(headers, None, "all_gather_coalesced")
+        shapes_by_rank = [_split_shapes(extra[len(layout) :], layout) for _, _, extra in headers]
+        for i, ax in enumerate(axes):
+            check_same_except(
+                [(shapes[i], arrays[0].dtype, ()) for shapes in shapes_by_rank], ax,
+                f"all_gather_coalesced (xs[{i}])",
+            )  # fmt: skip
     transport = transport_for(arrays[0], comm)
     xp = transport.xp
     packed = [to_front(a, ax).reshape(-1) for a, ax in zip(arrays, axes)]
@@ -180,6 +190,21 @@ def all_gather_coalesced(
         out_shapes,
         arrays[0].dtype,
     )
+
+
+def _known_shapes(
+    arrays: list[Any], axes: list[int], sizes: Sequence[Sequence[int]], nranks: int
+) -> list[list[tuple[int, ...]]]:
+    """Every rank's shape of each array: this one's, with ``sizes`` along its axis."""
+    if len(sizes) != len(arrays) or any(len(s) != nranks for s in sizes):
+        raise ArgumentError(
+            f"all_gather_coalesced: sizes must hold one length per rank ({nranks}) for each "
+            f"of the {len(arrays)} arrays, got {[list(s) for s in sizes]}"
+        )
+    return [
+        [a.shape[:ax] + (int(s[r]),) + a.shape[ax + 1 :] for a, ax, s in zip(arrays, axes, sizes)]
+        for r in range(nranks)
+    ]
 
 
 def _split_shapes(flat: Sequence[int], ndims: Sequence[int]) -> list[tuple[int, ...]]:

@@ -28,7 +28,9 @@ setitem: Callable[[Any, Any, Any], None] | None = None
 
 # While dmesh.compile traces a function: its recorder, which dmesh functions that
 # communicate by themselves (dmesh.map_overlap) ask to record their call on the
-# trace's stand-ins (``recorder.records(a)``) instead of running it.
+# trace's stand-ins (``recorder.records(a)``) instead of running it, and which
+# redistributions ask first (``recorder.redistribute(a, mesh, layout)``: the
+# recorded result, or NotImplemented to move as usual).
 recorder: Any = None
 
 # While a compiled function runs in segments (dmesh.ops.compiler.segments), ops wait

@@ -216,6 +216,11 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
         return self._moved(self.mesh, target)
 
     def _moved(self, mesh: Any, target: Layout) -> DArray:
+        recorder = _hooks.recorder
+        if recorder is not None:  # dmesh.compile records the move instead of making it
+            moved = recorder.redistribute(self, mesh, target)
+            if moved is not NotImplemented:
+                return moved  # type: ignore[no-any-return]
         spec = DArraySpec(mesh, target, self.dtype)
         if mesh is not self.mesh and sorted(mesh.ranks.ravel()) != sorted(self.mesh.ranks.ravel()):
             raise ArgumentError(

@@ -7,6 +7,7 @@ import pytest
 from mpi4py import MPI
 
 import dmesh.collectives as C
+from dmesh.collectives.errors import ArgumentError
 from helpers import assert_all, assert_equal_all, assert_raises_all
 from references import rank_array, reduce_reference, tolerance
 
@@ -39,9 +40,16 @@ def test_all_gather_coalesced_uneven(comm: MPI.Intracomm) -> None:
             [rank_array(s, np.float32, r, i) for i, s in enumerate(shapes(r))] for r in range(n)
         ]
         results = C.all_gather_coalesced(inputs[rank], axis, comm)
+        # Known lengths (what dmesh.compile passes): no header, the same result.
+        sizes = [[shapes(r)[i][axis] for r in range(n)] for i in range(2)]
+        known = C.all_gather_coalesced(inputs[rank], axis, comm, sizes=sizes)
         for i in range(2):
             expected = np.concatenate([inputs[r][i] for r in range(n)], axis=axis)
             assert_equal_all(comm, results[i], expected)
+            assert_equal_all(comm, known[i], expected)
+    assert_raises_all(
+        comm, ArgumentError, lambda: C.all_gather_coalesced([np.ones(2)], 0, comm, sizes=[[2]] * 2)
+    )
 
 
 def test_reduce_scatter_coalesced(comm: MPI.Intracomm) -> None:

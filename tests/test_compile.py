@@ -311,6 +311,30 @@ def test_independent_reductions_are_coalesced(comm: MPI.Comm, mesh: Any) -> None
     check(comm, independent_sums, ints)  # exact reductions: packed whatever their size
 
 
+def test_gathers_packed_and_undone_moves_dropped(comm: MPI.Comm, mesh: Any) -> None:
+    """Independent all-gathers become one MPI call; a move undone before use and a result
+    no one uses are dropped; a sum of two partial sums is reduced once."""
+    replicated = [Replicate()] * mesh.ndim
+
+    def gathers(x: Any, y: Any) -> Any:
+        back = (x * 2).redistribute(mesh, replicated).with_layout(x.spec.layout)
+        a, b = x.redistribute(mesh, replicated), y.redistribute(mesh, replicated)
+        return a + 1, b * 2, back, np.sqrt(np.abs(np.sum(x) + np.sum(y)))
+
+    data = _data(mesh, (7, 3))
+    for make in (_sharded, _uneven):
+        x, y = make(mesh, data), make(mesh, data[:, :2] * 3)
+        compiled = check(comm, gathers, x, y)
+        with CommMode() as mode:
+            compiled(x, y)
+        counts = mode.counts()
+        plan = compiled.describe_plan(x, y)
+        ok = "dropped:" in plan and "moved back" in plan and "not used" in plan
+        if comm.Get_size() > 1 and mesh.ndim == 1:
+            ok = ok and counts == {"all_gather_coalesced": 1, "all_reduce": 1}
+        assert_all(comm, ok, f"{counts}\n{plan}")
+
+
 def test_explain_shows_the_plan(comm: MPI.Comm, mesh: Any) -> None:
     """dmesh.debug.explain of a compiled function shows its plan, packs, or why it is eager."""
     x = _sharded(mesh, _data(mesh, (7, 5)))

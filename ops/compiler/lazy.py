@@ -76,7 +76,6 @@ for _name in (
     "tolist",
     "__bool__",
     "copy",
-    "_moved",
     "__setitem__",
     "astype",
 ):

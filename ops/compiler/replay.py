@@ -31,7 +31,7 @@ from dmesh.core.plan import plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
-from dmesh.ops.compiler.trace import Trace
+from dmesh.ops.compiler.trace import Trace, same_block
 
 __all__ = ["Plan"]
 
@@ -81,13 +81,41 @@ class Reduction(NamedTuple):
         return self.op in ("max", "min") or self.dtype.kind in "biu"
 
 
-def reduction_of(spec: DArraySpec, target: Layout) -> Reduction | None:
-    """The move of an array of ``spec`` to ``target`` as a :class:`Reduction`, or None."""
+class Gather(NamedTuple):
+    """A move that is one all-gather along ``axis`` over one mesh dim (a ``Shard`` made
+    ``Replicate``), the ranks' lengths along it ``sizes``. Moves that agree on the first
+    three fields can share one MPI call (data moves unchanged: any pack has the same bits)."""
+
+    mesh_dim: int
+    dtype: np.dtype
+    axis: int
+    sizes: tuple[int, ...]
+    nbytes: int
+
+
+# Gathers are packed while the pack stays this small: above it, separate calls cost
+# no more than the copies into and out of one buffer.
+GATHER_PACK_BYTES = 1 << 20
+
+
+def _gather_many(blocks: list[Any], axis: int, comm: Any, sizes: list[Any]) -> list[Any]:
+    """Each of ``blocks`` all-gathered along ``axis`` over ``comm``, in one MPI call."""
+    if len(blocks) == 1:  # the plain collective, as run_steps makes it
+        return [coll.all_gather(blocks[0], axis, comm, sizes=sizes[0])]
+    return coll.all_gather_coalesced(blocks, axis, comm, sizes=sizes)
+
+
+def packable(spec: DArraySpec, target: Layout) -> Reduction | Gather | None:
+    """The move of an array of ``spec`` to ``target`` as one :class:`Reduction` or
+    :class:`Gather` (what can share an MPI call with others), or None."""
     steps = plan_redistribution(spec.layout, target, True)
-    if len(steps) != 1 or steps[0][0] not in ("all_reduce", "reduce_scatter"):
-        return None
     local = spec.local_shape()
     nbytes = math.prod(local) * spec.dtype.itemsize
+    if len(steps) == 1 and steps[0][0] == "all_gather" and len(local):
+        _, m, d, sizes = steps[0]
+        return Gather(m, spec.dtype, d, tuple(sizes), nbytes)
+    if len(steps) != 1 or steps[0][0] not in ("all_reduce", "reduce_scatter"):
+        return None
     if steps[0][0] == "all_reduce":
         _, m, op = steps[0]
         return Reduction(m, op, spec.dtype, -1, nbytes)
@@ -95,6 +123,22 @@ def reduction_of(spec: DArraySpec, target: Layout) -> Reduction | None:
     if tuple(sizes) != balanced_sizes(local[axis], spec.mesh.shape[m]):
         return None  # uneven pieces: the coalesced call cuts balanced ones
     return Reduction(m, op, spec.dtype, axis, nbytes)
+
+
+def _packs_with(pack: list[Reduction | Gather], kind: Reduction | Gather) -> bool:
+    """Whether ``kind`` can join ``pack`` in one MPI call (same collective, mesh dim, dtype,
+    axis and op; float sums only while the pack stays a short message)."""
+    first = pack[0]
+    if type(kind) is not type(first):
+        return False
+    total = sum(x.nbytes for x in pack) + kind.nbytes
+    if isinstance(first, Gather):
+        return kind[:3] == first[:3] and total <= GATHER_PACK_BYTES
+    return kind[:4] == first[:4] and (first.exact() or total <= SHORT_MESSAGE)
+
+
+def _has_partial(spec: DArraySpec) -> bool:
+    return any(p.is_partial() for p in spec.placements)
 
 
 def _as_block(result: Any) -> Any:
@@ -116,6 +160,7 @@ class Plan:
         self.nodes = list(trace.nodes)
         self.inputs = inputs  # the slots the blocks passed to ``run`` fill, in order
         self.outputs = outputs
+        self.dropped: list[str] = []  # what the generated function leaves out, and why
         self.function = self._generate()
 
     def _generate(self) -> Callable[..., tuple[Any, ...]]:
@@ -127,21 +172,31 @@ class Plan:
         dim, op, dtype, axis) whose source is already computed is made in the same MPI call
         (float sums while the pack stays a short message, see ``SHORT_MESSAGE``).
         """
-        space: dict[str, Any] = {"_move": _move, "_as_block": _as_block, "_reduce": _reduce_many}
+        space: dict[str, Any] = {
+            "_move": _move,
+            "_as_block": _as_block,
+            "_reduce": _reduce_many,
+            "_gather": _gather_many,
+        }
         for slot, value in self.constants.items():
             space[f"v{slot}"] = value
         lines = [f"def plan({', '.join(f'v{i}' for i in self.inputs)}):"]
+        operands = self._undo_moves()
+        live = self._live(operands)
         moves = [
-            (k, slot, target, reduction_of(self.specs[slot], target))
-            for k, node in enumerate(self.nodes)
-            for slot, target in zip(node.slots, node.moves)
+            (k, slot, target, packable(self.specs[slot], target))
+            for k in live
+            for slot, target in operands[k]
             if target is not None
         ]
         made: dict[tuple[int, Layout], str] = {}  # (slot, target) -> the moved block's name
         ready = set(self.inputs) | set(self.constants)
         for k, node in enumerate(self.nodes):
+            if k not in live:
+                self.dropped.append(f"[{k}] {node.label}: its result is not used")
+                continue
             names = []
-            for slot, target in zip(node.slots, node.moves):
+            for slot, target in operands[k]:
                 if target is None:
                     names.append(f"v{slot}")
                     continue
@@ -150,7 +205,9 @@ class Plan:
                 names.append(made[(slot, target)])
             space[f"f{k}"] = node.func
             run = node.step.run if node.step is not None else None
-            if run is None:
+            if node.func is same_block:  # a redistribution: the moved block itself
+                call = names[0]
+            elif run is None:
                 call = f"f{k}({', '.join(names)})"
             else:
                 space[f"r{k}"] = run
@@ -166,18 +223,60 @@ class Plan:
         function: Callable[..., tuple[Any, ...]] = space["plan"]
         return function
 
+    def _undo_moves(self) -> list[list[tuple[int, Layout | None]]]:
+        """Each node's operands as (slot, move target or None), where an operand that a
+        redistribution made is taken from an earlier array of the same values already in
+        the layout the node needs (the move there and back is dropped; layouts without
+        ``Partial`` only, whose blocks are exact copies of the values)."""
+        origin: dict[int, int] = {}  # a redistribution's result slot -> its source slot
+        for node in self.nodes:
+            source = node.slots[0] if node.slots else -1
+            if node.func is same_block and not (
+                _has_partial(self.specs[source]) or _has_partial(node.spec)
+            ):
+                origin[node.out] = source
+        result = []
+        for k, node in enumerate(self.nodes):
+            operands: list[tuple[int, Layout | None]] = []
+            for slot, target in zip(node.slots, node.moves):
+                want = target if target is not None else getattr(self.specs[slot], "layout", None)
+                earlier = slot
+                while earlier in origin and target is not None:
+                    earlier = origin[earlier]
+                    if self.specs[earlier].layout == want:
+                        self.dropped.append(
+                            f"[{k}] {node.label}: s{slot} moved back, s{earlier} used"
+                        )
+                        slot, target = earlier, None
+                        break
+                operands.append((slot, target))
+            result.append(operands)
+        return result
+
+    def _live(self, operands: list[list[tuple[int, Layout | None]]]) -> set[int]:
+        """The nodes whose results the outputs need (a node's result no one uses is dropped:
+        ops are pure, and every rank drops the same ones)."""
+        needed = set(self.outputs)
+        live: set[int] = set()
+        for k in reversed(range(len(self.nodes))):
+            if self.nodes[k].out in needed:
+                live.add(k)
+                needed.update(slot for slot, _ in operands[k])
+        return live
+
     def describe(self) -> str:
         """The plan as text: each recorded op, then the generated replay (moves, packed
         reductions as one ``_reduce`` call, ops on blocks)."""
         ops = [f"  [{k}] {node.description}" for k, node in enumerate(self.nodes)]
-        return "\n".join(["ops:", *ops, "replay:", *self.source.splitlines()[1:]])
+        dropped = ["dropped:", *(f"  {d}" for d in self.dropped)] if self.dropped else []
+        return "\n".join(["ops:", *ops, *dropped, "replay:", *self.source.splitlines()[1:]])
 
     def _make(
         self,
         k: int,
         slot: int,
         target: Layout,
-        moves: list[tuple[int, int, Layout, Reduction | None]],
+        moves: list[tuple[int, int, Layout, Reduction | Gather | None]],
         made: dict[tuple[int, Layout], str],
         ready: set[int],
         space: dict[str, Any],
@@ -185,14 +284,14 @@ class Plan:
     ) -> None:
         """Emit the code that moves ``slot`` to ``target`` (with the reductions packed with it)."""
         name = f"m{len(made)}"
-        reduction = reduction_of(self.specs[slot], target)
+        reduction = packable(self.specs[slot], target)
         if reduction is None:
             space[f"s_{name}"], space[f"t_{name}"] = self.specs[slot], target
             lines.append(f"    {name} = _move(v{slot}, s_{name}, t_{name})")
             made[(slot, target)] = name
             return
         pack: list[tuple[int, Layout]] = [(slot, target)]
-        total = reduction.nbytes
+        kinds = [reduction]
         for later, other, where, kind in moves:
             if (
                 later < k
@@ -200,21 +299,24 @@ class Plan:
                 or (other, where) in made
                 or (other, where) in pack
                 or other not in ready
-                or kind[:4] != reduction[:4]
+                or not _packs_with(kinds, kind)
             ):
                 continue
-            if not reduction.exact() and total + kind.nbytes > SHORT_MESSAGE:
-                continue
             pack.append((other, where))
-            total += kind.nbytes
+            kinds.append(kind)
         names = [f"m{len(made) + i}" for i in range(len(pack))]
         for key, moved in zip(pack, names):
             made[key] = moved
         comm = f"comm_{names[0]}"
         space[comm] = self.specs[slot].mesh.comm(reduction.mesh_dim)
         blocks = ", ".join(f"v{s}" for s, _ in pack)
-        op, axis = reduction.op, reduction.axis
-        lines.append(f"    {', '.join(names)}, = _reduce([{blocks}], {op!r}, {comm}, {axis})")
+        axis = reduction.axis
+        if isinstance(reduction, Gather):
+            space[f"sizes_{names[0]}"] = [g.sizes for g in kinds]  # type: ignore[union-attr]
+            call = f"_gather([{blocks}], {axis}, {comm}, sizes_{names[0]})"
+        else:
+            call = f"_reduce([{blocks}], {reduction.op!r}, {comm}, {axis})"
+        lines.append(f"    {', '.join(names)}, = {call}")
 
     def run(self, blocks: list[Any]) -> tuple[Any, ...]:
         """The output blocks for the argument ``blocks`` (collective where operands move)."""

@@ -75,13 +75,18 @@ class State:
     """A point in recording a segment: the trace up to there, the steps that follow, and the
     segment's plan once it ran from here."""
 
-    __slots__ = ("inputs", "next", "nodes", "plan", "specs", "trace")
+    __slots__ = ("inputs", "next", "nodes", "outputs", "plan", "specs", "trace")
 
-    def __init__(self, trace: Trace, inputs: tuple[int, ...]) -> None:
+    def __init__(
+        self, trace: Trace, inputs: tuple[int, ...], outputs: tuple[int, ...] = ()
+    ) -> None:
         self.trace = trace  # shared along a line of states; this one is a prefix of it
         self.specs = len(trace.specs)
         self.nodes = len(trace.nodes)
         self.inputs = inputs  # the slots the segment's inputs fill
+        # The results handed to the Python code (a step's inner results are not, and
+        # the plan drops those no handed result needs).
+        self.outputs = outputs
         self.next: dict[Any, Any] = {}  # step key -> (State, result template) or _BREAK
         self.plan: Plan | None = None
 
@@ -222,6 +227,20 @@ class Segments:
             lambda: self.eager["getitem"](a, key),
         )
 
+    def redistribute(self, a: Any, mesh: Any, target: Any) -> Any:
+        """``DArray._moved`` asks: a redistribution on this mesh is recorded (an array not
+        seen yet enters as an input); otherwise the waiting ops run and it moves as usual
+        (NotImplemented)."""
+        if mesh is not self.mesh or a.mesh is not self.mesh:
+            self.flush()
+            return NotImplemented
+        return self._step(
+            ("move", target),
+            ((a,), {}),
+            lambda t, p: t.move(p[0][0], target),
+            lambda: NotImplemented,
+        )
+
     def setitem(self, a: Any, key: Any, value: Any) -> None:
         self.flush()
         with self.paused():
@@ -301,7 +320,7 @@ class Segments:
         if known is None:
             trace = state.working()
             trace.stand_in(x.spec)
-            known = (State(trace, (*state.inputs, state.specs)), None)
+            known = (State(trace, (*state.inputs, state.specs), state.outputs), None)
             self._remember(state, key, known)
         self.state = known[0]
         slot = self.state.inputs[-1]
@@ -332,7 +351,10 @@ class Segments:
         except Exception:
             state.undo(trace)  # the eager run raises it (or succeeds) with the values
             return None
-        known = (State(trace, state.inputs), template)
+        handed: list[int] = []
+        rebuild_template(template, handed.append)
+        outputs = state.outputs + tuple(s for s in handed if s not in state.inputs)
+        known = (State(trace, state.inputs, outputs), template)
         self._remember(state, key, known)
         return known
 
@@ -371,7 +393,7 @@ class Segments:
                 trace = state.prefix()
                 inputs = [f"input s{s}: {describe(trace.specs[s])}" for s in state.inputs]  # type: ignore[arg-type]
                 agree(self.comm, inputs + trace.descriptions(), self.name)
-                plan = state.plan = Plan(trace, list(state.inputs), [n.out for n in trace.nodes])
+                plan = state.plan = Plan(trace, list(state.inputs), list(state.outputs))
                 values = plan.run_checked(blocks, self.comm)
             else:
                 values = plan.run(blocks)

@@ -154,9 +154,6 @@ class StandIn(DArray):
     def copy(self) -> DArray:
         self._break("copy()")
 
-    def _moved(self, mesh: Any, target: Layout) -> DArray:
-        self._break("a redistribution")
-
     def __getitem__(self, key: Any) -> DArray:
         recorder = _hooks.recorder
         if isinstance(recorder, Tracer) and recorder.records(self):
@@ -233,6 +230,30 @@ class Tracer:
             self.trace.graph_break(f"indexing with {_stable(key)} (moves data or reads values)")
         spec, index = planned
         return self._block_node(index, a, spec, f"getitem[{_stable(key)}]")
+
+    def redistribute(self, a: DArray, mesh: Any, target: Layout) -> Any:
+        """``DArray._moved`` asks: a redistribution of a stand-in on its mesh is recorded,
+        to another mesh breaks the graph; other arrays move as usual (NotImplemented)."""
+        if not self.records(a):
+            return NotImplemented
+        if mesh is not a.mesh:
+            self.trace.graph_break("a redistribution to another mesh")
+        return self.move(a, target)  # type: ignore[arg-type]
+
+    def move(self, a: StandIn, target: Layout) -> StandIn:
+        """Record ``a`` redistributed to ``target`` on its mesh (``redistribute``,
+        ``with_layout``, ``rebalance``): a node whose operand moves."""
+        if target == a.spec.layout:
+            return a
+        spec = DArraySpec(a.mesh, target, a.dtype)
+        trace = self.trace
+        result = trace.stand_in(spec)
+        description = f"s{result._slot} = redistribute(s{a._slot}) -> {describe(spec)}"
+        node = Node(
+            same_block, "redistribute", None, (a._slot,), (target,), result._slot, spec, description
+        )
+        trace.nodes.append(node)
+        return result
 
     def _block_node(
         self, func: Callable[[Any], Any], a: StandIn, spec: DArraySpec, what: str
@@ -384,6 +405,11 @@ class Tracer:
             Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
         )
         return result
+
+
+def same_block(block: Any) -> Any:
+    """A redistribution node's function: its operand, already moved, is the result."""
+    return block
 
 
 def _stable(value: Any) -> str:
