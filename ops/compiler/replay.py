@@ -41,21 +41,31 @@ def _move(block: Any, spec: DArraySpec, target: Layout) -> Any:
     return DArray(block, spec).with_layout(target)._local
 
 
-def _reduce_many(blocks: list[Any], op: str, comm: Any, axis: int) -> list[Any]:
+def _reduce_many(
+    blocks: list[Any], op: str, comm: Any, axis: int, async_op: bool = False
+) -> list[Any]:
     """Each of ``blocks`` all-reduced (``axis`` < 0) or reduce-scattered along ``axis`` into
-    balanced pieces over ``comm``, in one MPI call; each keeps its dtype, as in ``run_steps``."""
+    balanced pieces over ``comm``, in one MPI call; each keeps its dtype, as in ``run_steps``.
+    With ``async_op``, started: the results to :func:`_wait` for."""
     if len(blocks) == 1:  # the plain collective, as run_steps makes it (half the cost)
         block = blocks[0]
         if axis < 0:
-            reduced = [coll.all_reduce(block, op, comm)]
+            reduced = [coll.all_reduce(block, op, comm, async_op=async_op)]
         else:
             sizes = balanced_sizes(block.shape[axis], comm.Get_size())
-            reduced = [coll.reduce_scatter(block, op, axis, comm, sizes=sizes)]
+            reduced = [coll.reduce_scatter(block, op, axis, comm, sizes=sizes, async_op=async_op)]
     elif axis < 0:
-        reduced = coll.all_reduce_coalesced(blocks, op, comm)
+        reduced = coll.all_reduce_coalesced(blocks, op, comm, async_op=async_op)
     else:
-        reduced = coll.reduce_scatter_coalesced(blocks, op, axis, comm)
+        reduced = coll.reduce_scatter_coalesced(blocks, op, axis, comm, async_op=async_op)
+    if async_op:
+        return [(r, b.dtype) for r, b in zip(reduced, blocks)]
     return [r.astype(b.dtype, copy=False) for r, b in zip(reduced, blocks)]
+
+
+def _wait(started: list[Any]) -> list[Any]:
+    """The results of a started collective (:func:`_reduce_many`, :func:`_gather_many`)."""
+    return [r.wait().astype(dtype, copy=False) for r, dtype in started]
 
 
 # MPICH picks its reduction algorithm by the message's size, and the algorithms add a
@@ -98,11 +108,16 @@ class Gather(NamedTuple):
 GATHER_PACK_BYTES = 1 << 20
 
 
-def _gather_many(blocks: list[Any], axis: int, comm: Any, sizes: list[Any]) -> list[Any]:
-    """Each of ``blocks`` all-gathered along ``axis`` over ``comm``, in one MPI call."""
+def _gather_many(
+    blocks: list[Any], axis: int, comm: Any, sizes: list[Any], async_op: bool = False
+) -> list[Any]:
+    """Each of ``blocks`` all-gathered along ``axis`` over ``comm``, in one MPI call (with
+    ``async_op``, started: the results to :func:`_wait` for)."""
     if len(blocks) == 1:  # the plain collective, as run_steps makes it
-        return [coll.all_gather(blocks[0], axis, comm, sizes=sizes[0])]
-    return coll.all_gather_coalesced(blocks, axis, comm, sizes=sizes)
+        gathered = [coll.all_gather(blocks[0], axis, comm, sizes=sizes[0], async_op=async_op)]
+    else:
+        gathered = coll.all_gather_coalesced(blocks, axis, comm, sizes=sizes, async_op=async_op)
+    return [(g, b.dtype) for g, b in zip(gathered, blocks)] if async_op else gathered
 
 
 def packable(spec: DArraySpec, target: Layout) -> Reduction | Gather | None:
@@ -177,6 +192,7 @@ class Plan:
             "_as_block": _as_block,
             "_reduce": _reduce_many,
             "_gather": _gather_many,
+            "_wait": _wait,
         }
         for slot, value in self.constants.items():
             space[f"v{slot}"] = value
@@ -191,23 +207,38 @@ class Plan:
         ]
         made: dict[tuple[int, Layout], str] = {}  # (slot, target) -> the moved block's name
         ready = set(self.inputs) | set(self.constants)
+        defined = dict.fromkeys(ready, 1)  # slot -> the line after which it exists
+        starts: dict[int, list[str]] = {}  # line -> non-blocking starts to insert there
+        # A redistribution's move is made where its result is first used (a started
+        # collective is then waited for there, not at the redistribute call).
+        deferred: dict[int, tuple[int, Layout | None]] = {}
+
+        def name_of(k: int, slot: int, target: Layout | None) -> str:
+            if slot in deferred:
+                source, moved = deferred[slot]
+                if target is None:
+                    return name_of(k, source, moved)
+                del deferred[slot]  # to move on from it, its block first
+                lines.append(f"    v{slot} = {name_of(k, source, moved)}")
+                ready.add(slot)
+                defined[slot] = len(lines)
+            if target is None:
+                return f"v{slot}"
+            if (slot, target) not in made:
+                self._make(slot, target, moves, made, ready, space, lines, defined, starts)
+            return made[(slot, target)]
+
         for k, node in enumerate(self.nodes):
             if k not in live:
                 self.dropped.append(f"[{k}] {node.label}: its result is not used")
                 continue
-            names = []
-            for slot, target in operands[k]:
-                if target is None:
-                    names.append(f"v{slot}")
-                    continue
-                if (slot, target) not in made:
-                    self._make(k, slot, target, moves, made, ready, space, lines)
-                names.append(made[(slot, target)])
+            if node.func is same_block:
+                deferred[node.out] = operands[k][0]
+                continue
+            names = [name_of(k, slot, target) for slot, target in operands[k]]
             space[f"f{k}"] = node.func
             run = node.step.run if node.step is not None else None
-            if node.func is same_block:  # a redistribution: the moved block itself
-                call = names[0]
-            elif run is None:
+            if run is None:
                 call = f"f{k}({', '.join(names)})"
             else:
                 space[f"r{k}"] = run
@@ -217,7 +248,11 @@ class Plan:
                 call = f"_as_block({call})"
             lines.append(f"    v{node.out} = {call}")
             ready.add(node.out)
-        lines.append(f"    return ({''.join(f'v{s}, ' for s in self.outputs)})")
+            defined[node.out] = len(lines)
+        results = [name_of(len(self.nodes), slot, None) for slot in self.outputs]
+        lines.append(f"    return ({''.join(f'{r}, ' for r in results)})")
+        for at in sorted(starts, reverse=True):
+            lines[at:at] = starts[at]
         self.source = "\n".join(lines)
         exec(self.source, space)
         function: Callable[..., tuple[Any, ...]] = space["plan"]
@@ -273,7 +308,6 @@ class Plan:
 
     def _make(
         self,
-        k: int,
         slot: int,
         target: Layout,
         moves: list[tuple[int, int, Layout, Reduction | Gather | None]],
@@ -281,8 +315,12 @@ class Plan:
         ready: set[int],
         space: dict[str, Any],
         lines: list[str],
+        defined: dict[int, int],
+        starts: dict[int, list[str]],
     ) -> None:
-        """Emit the code that moves ``slot`` to ``target`` (with the reductions packed with it)."""
+        """Emit the code that moves ``slot`` to ``target`` (with the reductions packed with
+        it): a started collective's start goes after the line ``defined`` gives for its
+        last operand (into ``starts``), its wait here."""
         name = f"m{len(made)}"
         reduction = packable(self.specs[slot], target)
         if reduction is None:
@@ -292,10 +330,9 @@ class Plan:
             return
         pack: list[tuple[int, Layout]] = [(slot, target)]
         kinds = [reduction]
-        for later, other, where, kind in moves:
+        for _, other, where, kind in moves:
             if (
-                later < k
-                or kind is None
+                kind is None
                 or (other, where) in made
                 or (other, where) in pack
                 or other not in ready
@@ -311,12 +348,22 @@ class Plan:
         space[comm] = self.specs[slot].mesh.comm(reduction.mesh_dim)
         blocks = ", ".join(f"v{s}" for s, _ in pack)
         axis = reduction.axis
+        # Started as soon as its operands exist and waited for here, when its result does
+        # not depend on the algorithm MPI picks (data moved as is, max/min, integers): a
+        # non-blocking float sum may add its terms in another order than the eager call.
+        started = isinstance(reduction, Gather) or reduction.exact()
+        flag = ", True" if started else ""
         if isinstance(reduction, Gather):
             space[f"sizes_{names[0]}"] = [g.sizes for g in kinds]  # type: ignore[union-attr]
-            call = f"_gather([{blocks}], {axis}, {comm}, sizes_{names[0]})"
+            call = f"_gather([{blocks}], {axis}, {comm}, sizes_{names[0]}{flag})"
         else:
-            call = f"_reduce([{blocks}], {reduction.op!r}, {comm}, {axis})"
-        lines.append(f"    {', '.join(names)}, = {call}")
+            call = f"_reduce([{blocks}], {reduction.op!r}, {comm}, {axis}{flag})"
+        if not started:
+            lines.append(f"    {', '.join(names)}, = {call}")
+            return
+        at = max(defined[s] for s, _ in pack)
+        starts.setdefault(at, []).append(f"    h_{names[0]} = {call}")
+        lines.append(f"    {', '.join(names)}, = _wait(h_{names[0]})")
 
     def run(self, blocks: list[Any]) -> tuple[Any, ...]:
         """The output blocks for the argument ``blocks`` (collective where operands move)."""
