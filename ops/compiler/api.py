@@ -6,8 +6,10 @@ no message), the ranks of the arguments' mesh agree on the plan
 (:mod:`~dmesh.ops.compiler.agreement`, one ``Allgather``), and the plan runs,
 checked, on the blocks (:mod:`~dmesh.ops.compiler.replay`). Later calls with
 the same signature replay the plan. A trace that meets something it cannot
-record (a graph break) makes that signature run ``fn`` eagerly, on every
-rank alike since the break depends on specs only; ``Compiled.breaks``
+record (a graph break) makes that signature run in segments
+(:mod:`~dmesh.ops.compiler.segments`): ``fn``'s Python runs at each call,
+the ops between breaks run as compiled plans and the breaks eagerly, on
+every rank alike since a break depends on specs only; ``Compiled.breaks``
 keeps the reasons.
 """
 
@@ -245,10 +247,12 @@ def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
     the ranks of the arguments' mesh then compare their plans in one
     collective (:class:`~dmesh.ops.compiler.errors.PlanMismatchError` on every
     rank if they differ). Later calls with that signature replay the plan on
-    the blocks. What cannot be traced (reading a value, indexing, a
-    decomposition) makes that signature run ``fn`` eagerly, with the same
+    the blocks. What cannot be traced (reading a value, a mask, a kernel
+    that reads blocks, a DArray that is not an argument) makes that
+    signature run in segments: ``fn`` runs at each call, its ops between two
+    such breaks as one compiled plan, the breaks eagerly, with the same
     results. Side effects of ``fn`` (prints, appends) happen while tracing,
-    not when a plan replays.
+    not when a plan replays (in segments, at every call).
 
     Every rank must pass constants of equal value (the specs of DArrays agree
     by construction). A rank-dependent constant is caught by the plan

@@ -27,7 +27,7 @@ from dmesh.collectives.agreement import raise_if_any_failed
 from dmesh.collectives.blocks import balanced_sizes
 from dmesh.collectives.errors import ShardingError
 from dmesh.core.layout import Layout
-from dmesh.core.plan import plan_redistribution
+from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
@@ -304,7 +304,25 @@ class Plan:
         reductions as one ``_reduce`` call, ops on blocks)."""
         ops = [f"  [{k}] {node.description}" for k, node in enumerate(self.nodes)]
         dropped = ["dropped:", *(f"  {d}" for d in self.dropped)] if self.dropped else []
-        return "\n".join(["ops:", *ops, *dropped, "replay:", *self.source.splitlines()[1:]])
+        deferred = self._deferred()
+        deferred = ["deferred:", *deferred] if deferred else []
+        source = self.source.splitlines()[1:]
+        return "\n".join(["ops:", *ops, *deferred, *dropped, "replay:", *source])
+
+    def _deferred(self) -> list[str]:
+        """Each ``Partial`` result kept unreduced until the op that needs its value."""
+        made_by = {node.out: k for k, node in enumerate(self.nodes)}
+        lines, seen = [], set()
+        for k, node in enumerate(self.nodes):
+            for slot, target in zip(node.slots, node.moves):
+                if target is None or slot in seen or not _has_partial(self.specs[slot]):
+                    continue
+                seen.add(slot)
+                origin = f"[{made_by[slot]}]" if slot in made_by else "the arguments"
+                lines.append(
+                    f"  s{slot}: partial from {origin}, reduced once for [{k}] {node.label}"
+                )
+        return lines
 
     def _make(
         self,
@@ -325,7 +343,11 @@ class Plan:
         reduction = packable(self.specs[slot], target)
         if reduction is None:
             space[f"s_{name}"], space[f"t_{name}"] = self.specs[slot], target
-            lines.append(f"    {name} = _move(v{slot}, s_{name}, t_{name})")
+            cost = estimate_cost(self.specs[slot].layout, target, self.specs[slot].dtype.itemsize)
+            lines.append(
+                f"    {name} = _move(v{slot}, s_{name}, t_{name})  # s{slot} {target.placements}, "
+                f"about {cost:.0f} B per rank"
+            )
             made[(slot, target)] = name
             return
         pack: list[tuple[int, Layout]] = [(slot, target)]
@@ -358,12 +380,17 @@ class Plan:
             call = f"_gather([{blocks}], {axis}, {comm}, sizes_{names[0]}{flag})"
         else:
             call = f"_reduce([{blocks}], {reduction.op!r}, {comm}, {axis}{flag})"
+        what = "all_gather" if isinstance(reduction, Gather) else f"{reduction.op} reduction"
+        note = (
+            f"  # {what} of {', '.join(f's{s}' for s, _ in pack)}: "
+            f"{sum(x.nbytes for x in kinds)} B from this rank in one call"
+        )
         if not started:
-            lines.append(f"    {', '.join(names)}, = {call}")
+            lines.append(f"    {', '.join(names)}, = {call}{note}")
             return
         at = max(defined[s] for s, _ in pack)
-        starts.setdefault(at, []).append(f"    h_{names[0]} = {call}")
-        lines.append(f"    {', '.join(names)}, = _wait(h_{names[0]})")
+        starts.setdefault(at, []).append(f"    h_{names[0]} = {call}{note}, started")
+        lines.append(f"    {', '.join(names)}, = _wait(h_{names[0]})  # first use: wait")
 
     def run(self, blocks: list[Any]) -> tuple[Any, ...]:
         """The output blocks for the argument ``blocks`` (collective where operands move)."""

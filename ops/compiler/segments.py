@@ -1,11 +1,11 @@
 """Segments: a compiled function whose trace breaks runs its traced parts compiled.
 
-When tracing meets something it cannot record (a value read, indexing, a
+When tracing meets something it cannot record (a value read, a mask, a
 kernel that reads blocks: a graph break), that signature runs in segments.
 Each call runs the Python of ``fn`` again, but the ops on DArrays are not
 run where they stand: each is recorded as the next step of the current
 *segment* (``LazyArray`` results, specs only) and the segment runs as one
-compiled :class:`~dmesh.ops.compiler.replay.Plan`, its communication
+compiled ``Plan`` (:mod:`~dmesh.ops.compiler.replay`), its communication
 planned as a whole, when something needs its values: the break itself.
 The break runs eagerly on the computed blocks, and recording resumes after
 it, in a new segment.
