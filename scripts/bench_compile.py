@@ -10,7 +10,9 @@ eager, and as the same 20 NumPy calls on the local blocks, as ratios to the
 NumPy time (issue 16's target: compiled at most 2x); then eight independent
 sums (eight reductions eager, one coalesced call compiled) and the demo's
 heat-diffusion step (map_overlap: its per-call shape verdict, an all-reduce,
-is made once at the plan's first run), with the MPI calls each makes.
+is made once at the plan's first run), a program with a graph break (run in
+segments) and two all-gathers (packed into one call), with the MPI calls
+each makes.
 """
 
 from __future__ import annotations
@@ -56,6 +58,23 @@ def eight_sums(x: Any) -> Any:
     """8 independent sums over the sharded axis, each consumed: 8 reductions eager."""
     sums = [np.sum(x * (i + 1.5), axis=0) for i in range(8)]
     return [np.sqrt(np.abs(s)) for s in sums]
+
+
+def broken(x: Any) -> Any:
+    """A graph break (a value read) between two parts: compiled, it runs in two segments."""
+    a = np.sin(x * 2.0) + 1.0
+    s, t = np.sum(a, axis=0), np.sum(a * a, axis=0)
+    scale = 2.0 if float(np.max(x)) > 0 else 1.0  # the break: a value steers Python
+    b = (a - s / t) * scale
+    return np.sqrt(np.abs(b)), np.sum(b, axis=0), np.sum(b * b, axis=0)
+
+
+def gathers(x: Any) -> Any:
+    """Two sharded arrays replicated (two all-gathers eager, one packed call compiled)."""
+    replicated = [Replicate()] * x.mesh.ndim
+    a = (x * 2.0).redistribute(x.mesh, replicated)
+    b = np.cos(x).redistribute(x.mesh, replicated)
+    return a + b, a * b
 
 
 def heat_step(padded: Any, alpha: float) -> Any:
@@ -104,6 +123,8 @@ def main() -> None:
     u = dmesh.distribute(rng.standard_normal((64, 64)), mesh, [Shard(0)])
     sums = eager_and_compiled(eight_sums, x, comm, 2000)
     heats = eager_and_compiled(heat, u, comm, 500)
+    segments = eager_and_compiled(broken, x, comm, 1000)
+    packed = eager_and_compiled(gathers, x, comm, 2000)
     if comm.Get_rank() == 0:
         base = times["numpy (local blocks)"]
         print(f"20-op chain, (8, 4) float64 Shard(0) on {comm.Get_size()} ranks")
@@ -112,6 +133,8 @@ def main() -> None:
         for title, rows in (
             ("8 independent sums over the sharded axis, each consumed", sums),
             ("heat-diffusion step (map_overlap), (64, 64) float64 Shard(0)", heats),
+            ("a graph break (float of a max) between two parts: two segments", segments),
+            ("two arrays replicated (all-gathers)", packed),
         ):
             print(title)
             for name, (t, calls) in rows.items():

@@ -64,7 +64,7 @@ class Scaled:
 def test_bound_methods_equal_eager(comm: MPI.Intracomm, mesh: Any) -> None:
     """``self.step = compile(self._step)`` and ``compile(obj.method)`` use ``self``'s floats
     as constants: compiled equals eager, one trace each; a method that breaks the graph
-    follows changes of the attributes (its segments are keyed by the constants)."""
+    follows changes of the attributes (a changed constant is a new signature)."""
     problems: list[str] = []
     for x in (_sharded(mesh, _data(mesh, (7, 3))), _uneven(mesh, _data(mesh, (7, 3), 1))):
         obj = Scaled(0.5, 1.25)
@@ -74,17 +74,13 @@ def test_bound_methods_equal_eager(comm: MPI.Intracomm, mesh: Any) -> None:
         for scale, shift in ((0.5, 1.25), (-0.0, 1.25), (2.0, -3.0), (0.5, 1.25)):
             obj.scale, obj.shift = scale, shift
             problems += _compare(broken, obj.broken, x)
+        # Three distinct (scale, shift) settings: three signatures, each traced once.
         traced = (obj.step.traces, method.traces, broken.traces, len(broken.breaks))
-        if traced != (1, 1, 1, 1) or obj.step.breaks or method.breaks:
+        if traced != (1, 1, 3, 3) or obj.step.breaks or method.breaks:
             problems.append(f"traces/breaks {traced} {obj.step.breaks} {method.breaks}")
     assert_all(comm, not problems, "\n".join(problems))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the cache key holds the arguments only, so a bound method whose self "
-    "attribute (a constant of the plan) changed replays the old plan: stale results",
-)
 def test_changed_attribute_retraces(comm: MPI.Intracomm, mesh: Any) -> None:
     """A float attribute of ``self`` changed between calls retraces the compiled method,
     whose results still equal eager's."""
@@ -107,11 +103,6 @@ class Decorated:
         return x * self.scale + 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Compiled has no __get__, so @dmesh.compile on a method in a class body "
-    "is not bound: obj.step(x) calls fn(x) and raises TypeError (missing argument)",
-)
 def test_method_decorated_in_the_class_body(comm: MPI.Intracomm, mesh: Any) -> None:
     """``@dmesh.compile`` on a method binds like a function: ``obj.step(x)`` equals eager."""
     x = _sharded(mesh, _data(mesh, (6, 3)))
@@ -304,3 +295,33 @@ def test_cache_bound_evicts_the_oldest_plan(comm: MPI.Intracomm, mesh: Any) -> N
     if (scaled.evictions, scaled.traces) != (2, 4):
         problems.append(f"after a retrace: {scaled.evictions} evictions, {scaled.traces} traces")
     assert_all(comm, not problems, "\n".join(problems))
+
+
+OFFSET = 1.0  # a module constant read by a compiled function (see the test below)
+
+
+def _offset(x: Any) -> Any:
+    return x * 2.0 + OFFSET
+
+
+def test_changed_global_or_closure_constant_retraces(comm: MPI.Intracomm, mesh: Any) -> None:
+    """A module global or a closure's float that changes between calls retraces (it is a
+    constant of the plan), so the results follow it as eager's do."""
+    global OFFSET
+    x = _sharded(mesh, _data(mesh, (6, 3)))
+    compiled = dmesh.compile(_offset)
+    problems: list[str] = []
+    factor = 3.0
+
+    def scaled(x: Any) -> Any:
+        return x * factor
+
+    closure = dmesh.compile(scaled)
+    try:
+        for value in (1.0, -0.0, 1.0, 5.0):
+            OFFSET = factor = value
+            problems += _compare(compiled, _offset, x) + _compare(closure, scaled, x)
+    finally:
+        OFFSET = 1.0
+    ok = not problems and compiled.traces == closure.traces == 3
+    assert_all(comm, ok, f"{compiled.traces} {closure.traces} " + "\n".join(problems))

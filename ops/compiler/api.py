@@ -29,7 +29,7 @@ from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.replay import Plan
 from dmesh.ops.compiler.segments import LazyArray, Segments, State
-from dmesh.ops.compiler.signature import Unkeyable, rebuild, signature
+from dmesh.ops.compiler.signature import FreeValues, Unkeyable, rebuild, signature
 from dmesh.ops.compiler.trace import StandIn, Trace, tracing
 
 __all__ = ["Compiled", "compile"]
@@ -72,10 +72,30 @@ class Compiled(Generic[R]):
         self.evictions = 0  # plans dropped from the full cache
         self.breaks: list[str] = []  # graph-break reasons, most recent last
         self.segment_runs = 0  # segments run by calls whose trace broke
+        self.free = FreeValues(fn)  # constants read from closures, globals, self: keyed
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        """``@dmesh.compile`` on a method: ``obj.method`` binds ``obj`` as ``self``."""
+        if instance is None:
+            return self
+        return _Bound(self, instance)
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
-        try:
+        return self._call(args, kwargs, getattr(self.fn, "__self__", None))
+
+    def _key(self, args: Any, kwargs: dict[str, Any], instance: Any, bound: bool) -> Any:
+        """The cache key and the DArray arguments. A bound method's ``self`` (``args[0]``)
+        enters by its type and the constants it holds that the code names (``free``)."""
+        if bound:
+            key, leaves = signature(args[1:], kwargs)
+            key = (type(instance), key)
+        else:
             key, leaves = signature(args, kwargs)
+        return (key, self.free.key(instance)), leaves
+
+    def _call(self, args: Any, kwargs: dict[str, Any], instance: Any, bound: bool = False) -> R:
+        try:
+            key, leaves = self._key(args, kwargs, instance, bound)
         except Unkeyable:
             return self.fn(*args, **kwargs)  # no cache key: the plain call
         if not leaves:
@@ -87,6 +107,7 @@ class Compiled(Generic[R]):
         entry = self.plans.get(key)
         if entry is None:
             return self._first(key, leaves, args, kwargs)
+        self.plans.move_to_end(key)  # the least recently used plan is evicted first
         plan = entry.plan
         if plan is None:
             if entry.segments is not None:
@@ -98,8 +119,13 @@ class Compiled(Generic[R]):
     def describe_plan(self, *args: Any, **kwargs: Any) -> str:
         """What a call with these arguments runs (no communication): the compiled plan,
         why it runs eagerly, or that it was not traced yet (:func:`dmesh.debug.explain`)."""
+        return self._describe(args, kwargs, getattr(self.fn, "__self__", None))
+
+    def _describe(
+        self, args: Any, kwargs: dict[str, Any], instance: Any, bound: bool = False
+    ) -> str:
         try:
-            key, _ = signature(args, kwargs)
+            key, _ = self._key(args, kwargs, instance, bound)
         except Unkeyable as exc:
             return f"runs eagerly: an argument cannot key the cache ({exc})"
         entry = self.plans.get(key)
@@ -197,6 +223,26 @@ class Compiled(Generic[R]):
         if type(template) is _Out:
             return values[template.index]
         return _fill(template, values)
+
+
+class _Bound:
+    """A compiled method bound to its instance (``obj.method`` of ``@dmesh.compile``)."""
+
+    __slots__ = ("compiled", "instance")
+
+    def __init__(self, compiled: Compiled[Any], instance: Any) -> None:
+        self.compiled = compiled
+        self.instance = instance
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled._call((self.instance, *args), kwargs, self.instance, True)
+
+    def describe_plan(self, *args: Any, **kwargs: Any) -> str:
+        """As :meth:`Compiled.describe_plan`, for this instance."""
+        return self.compiled._describe((self.instance, *args), kwargs, self.instance, True)
+
+    def __getattr__(self, name: str) -> Any:  # traces, breaks, plans... of the function
+        return getattr(self.compiled, name)
 
 
 def _plain(x: DArray) -> DArray:

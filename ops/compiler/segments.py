@@ -109,6 +109,7 @@ class State:
         return self.prefix()
 
     def prefix(self) -> Trace:
+        """A copy of the trace up to this state."""
         t = self.trace
         constants = {k: v for k, v in t.constants.items() if k < self.specs}
         return Trace(t.specs[: self.specs], constants, t.nodes[: self.nodes])
@@ -186,6 +187,7 @@ class Segments:
         return False
 
     def ufunc(self, ufunc: Any, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        """``_hooks.dispatch_ufunc``: the ufunc call recorded (``out=``: run now)."""
         return self._step(
             ("u", ufunc, method),
             (inputs, kw),
@@ -195,6 +197,7 @@ class Segments:
         )
 
     def function(self, func: Any, types: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        """``_hooks.dispatch_function``: the call recorded (``out=``, in place: run now)."""
         return self._step(
             ("f", func),
             (args, kw),
@@ -204,6 +207,7 @@ class Segments:
         )
 
     def donated(self, ufunc: Any, inputs: tuple[Any, ...], donor: int) -> Any:
+        """``_hooks.dispatch_donated``: recorded as the plain ufunc call."""
         return self._step(
             ("u", ufunc, "__call__"),
             (inputs, {}),
@@ -212,6 +216,7 @@ class Segments:
         )
 
     def operator(self, ufunc: Any, inputs: tuple[Any, ...]) -> Any:
+        """``_hooks.dispatch_operator``: an operator's ufunc, recorded."""
         return self._step(
             ("u", ufunc, "__call__"),
             (inputs, {}),
@@ -220,6 +225,7 @@ class Segments:
         )
 
     def getitem(self, a: Any, key: Any) -> Any:
+        """``_hooks.getitem``: plain basic indexing recorded; other keys run now."""
         return self._step(
             ("getitem",),
             (a, key),
@@ -242,6 +248,7 @@ class Segments:
         )
 
     def setitem(self, a: Any, key: Any, value: Any) -> None:
+        """``_hooks.setitem``: a write, so the waiting ops run first, then it does."""
         self.flush()
         with self.paused():
             self.eager["setitem"](a, key, value)

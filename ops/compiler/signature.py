@@ -16,7 +16,7 @@ import numpy as np
 
 from dmesh.darray import DArray
 
-__all__ = ["Unkeyable", "key_of", "rebuild", "signature"]
+__all__ = ["FreeValues", "Unkeyable", "key_of", "rebuild", "signature"]
 
 
 class Unkeyable(Exception):  # noqa: N818 - internal signal
@@ -80,3 +80,61 @@ def rebuild(obj: Any, leaf: Callable[[DArray], Any]) -> Any:
     if kind is dict:
         return {k: rebuild(v, leaf) for k, v in obj.items()}
     return obj
+
+
+# Values a function reads from outside its arguments that a trace bakes into the plan
+# as constants: checked at every call (an ndarray only up to this many elements).
+FREE_ARRAY_LIMIT = 4096
+_FREE_TYPES = (int, float, complex, bool, str, bytes, type(None), np.generic, tuple, np.ndarray)
+
+
+class FreeValues:
+    """The constants ``fn`` reads from outside its arguments, as part of the cache key.
+
+    A trace bakes every value an op uses into the plan, including those ``fn``
+    reads from its closure cells, from module globals by name, and from
+    ``self``'s attributes by name (a method); this key holds their current
+    values, so a changed one retraces instead of replaying a stale plan.
+    Values read further away (inside other functions ``fn`` calls, items of
+    containers, arrays above ``FREE_ARRAY_LIMIT`` elements) are not checked.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        func = getattr(fn, "__func__", fn)  # a bound method's function
+        code = getattr(func, "__code__", None)
+        self.names: tuple[str, ...] = code.co_names if code is not None else ()
+        self.globals: dict[str, Any] = getattr(func, "__globals__", {})
+        free = code.co_freevars if code is not None else ()
+        self.cells = tuple(zip(free, getattr(func, "__closure__", None) or ()))
+
+    def key(self, instance: Any) -> Any:
+        """The current values (``instance``: the method's ``self``, or None)."""
+        found: list[Any] = []
+        for name, cell in self.cells:
+            try:
+                found.append((name, _free(cell.cell_contents)))
+            except ValueError:  # an empty cell
+                continue
+        # self's attributes: its own, then its class's (no getattr: a property would run).
+        scopes = [] if instance is None else [getattr(instance, "__dict__", {})]
+        scopes += [] if instance is None else [vars(k) for k in type(instance).__mro__]
+        for name in self.names:
+            if name in self.globals:
+                found.append((name, _free(self.globals[name])))
+            scope = next((d for d in scopes if name in d), None)
+            if scope is not None:
+                found.append(("self." + name, _free(scope[name])))
+        return tuple(x for x in found if x[1] is not None)
+
+
+def _free(value: Any) -> Any:
+    """A free value's key: its value when a trace may have baked it (a constant), else
+    None (modules, functions, objects: not checked)."""
+    if isinstance(value, _FREE_TYPES) and not (
+        isinstance(value, np.ndarray) and value.size > FREE_ARRAY_LIMIT
+    ):
+        try:
+            return key_of(value, lambda x: ("D", x.spec))
+        except Unkeyable:
+            return None
+    return None

@@ -30,7 +30,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
-from dmesh.ops.compiler.signature import rebuild
+from dmesh.ops.compiler.result_dtype import result_dtype
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
@@ -44,9 +44,6 @@ from dmesh.ops.registry import (
 )
 
 __all__ = ["Node", "StandIn", "Trace", "tracing"]
-
-# A placeholder of a global shape is computed in full only up to this many elements.
-PROBE_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -380,7 +377,7 @@ class Tracer:
         if not any(isinstance(x, StandIn) for x in operands):
             trace.graph_break(f"{label}: no DArray among the operands the rule uses")
         operands, mesh, step = prepare(rule, operands, static, label)
-        dtype = _result_dtype(trace, func, args, kw, label)
+        dtype = result_dtype(func, args, kw, label, trace.graph_break)
         spec = step.decision.result_spec(mesh, dtype)
         slots: list[int] = []
         parts: list[str] = []
@@ -425,40 +422,6 @@ def _kind(x: Any) -> str:
     if isinstance(x, int):
         return "i"
     return str(np.asarray(x).dtype.kind)
-
-
-def _result_dtype(
-    trace: Trace, func: Any, args: tuple[Any, ...], kw: dict[str, Any], label: str
-) -> np.dtype:
-    """The result dtype of ``func(*args, **kw)``: NumPy on placeholders of the operands' dtypes.
-
-    Placeholders are ones of the global shape with each length cut to one
-    (then of the full shape, if small) and never touch the real data, so the
-    answer is the same on every rank. A call that fails on both breaks the graph.
-    """
-    error: Exception | None = None
-    for cut in (True, False):
-        if not cut and any(x.size > PROBE_LIMIT for x in _walk((args, kw))):
-            break
-
-        def probe(x: Any, cut: bool = cut) -> Any:
-            if not isinstance(x, DArray):
-                return x
-            shape = tuple(min(n, 1) for n in x.shape) if cut else x.shape
-            return np.broadcast_to(np.ones((), x.dtype), shape)
-
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = func(*rebuild(args, probe), **rebuild(kw, probe))
-        except Exception as exc:
-            error = exc
-            continue
-        if isinstance(result, (tuple, list)) or not hasattr(result, "dtype"):
-            trace.graph_break(f"{label}: a result that is not one array")
-        dtype: np.dtype = np.dtype(result.dtype)
-        return dtype
-    trace.graph_break(f"{label}: its result dtype is unknown ({type(error).__name__}: {error})")
 
 
 def tracing(trace: Trace) -> Tracer:
