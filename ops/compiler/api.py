@@ -300,6 +300,12 @@ def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
     results. Side effects of ``fn`` (prints, appends) happen while tracing,
     not when a plan replays (in segments, at every call).
 
+    Values ``fn`` reads from its closure, from module globals or from
+    ``self``'s attributes (by the names its code uses) are constants of the
+    plan, checked at every call: a changed one retraces. Values read further
+    away (in other functions ``fn`` calls, items of containers, attributes
+    of other objects) are not checked: pass those as arguments.
+
     Every rank must pass constants of equal value (the specs of DArrays agree
     by construction). A rank-dependent constant is caught by the plan
     agreement when it makes every rank trace; it is not when some ranks
