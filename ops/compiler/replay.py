@@ -31,6 +31,7 @@ from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
+from dmesh.ops.compiler.packed_gather import PackedGather
 from dmesh.ops.compiler.trace import Trace, same_block
 
 __all__ = ["Plan"]
@@ -108,18 +109,6 @@ class Gather(NamedTuple):
 GATHER_PACK_BYTES = 1 << 20
 
 
-def _gather_many(
-    blocks: list[Any], axis: int, comm: Any, sizes: list[Any], async_op: bool = False
-) -> list[Any]:
-    """Each of ``blocks`` all-gathered along ``axis`` over ``comm``, in one MPI call (with
-    ``async_op``, started: the results to :func:`_wait` for)."""
-    if len(blocks) == 1:  # the plain collective, as run_steps makes it
-        gathered = [coll.all_gather(blocks[0], axis, comm, sizes=sizes[0], async_op=async_op)]
-    else:
-        gathered = coll.all_gather_coalesced(blocks, axis, comm, sizes=sizes, async_op=async_op)
-    return [(g, b.dtype) for g, b in zip(gathered, blocks)] if async_op else gathered
-
-
 def packable(spec: DArraySpec, target: Layout) -> Reduction | Gather | None:
     """The move of an array of ``spec`` to ``target`` as one :class:`Reduction` or
     :class:`Gather` (what can share an MPI call with others), or None."""
@@ -191,7 +180,6 @@ class Plan:
             "_move": _move,
             "_as_block": _as_block,
             "_reduce": _reduce_many,
-            "_gather": _gather_many,
             "_wait": _wait,
         }
         for slot, value in self.constants.items():
@@ -375,9 +363,17 @@ class Plan:
         # non-blocking float sum may add its terms in another order than the eager call.
         started = isinstance(reduction, Gather) or reduction.exact()
         flag = ", True" if started else ""
+        wait = f"_wait(h_{names[0]})"
         if isinstance(reduction, Gather):
-            space[f"sizes_{names[0]}"] = [g.sizes for g in kinds]  # type: ignore[union-attr]
-            call = f"_gather([{blocks}], {axis}, {comm}, sizes_{names[0]}{flag})"
+            local = [self.specs[s].local_shape() for s, _ in pack]
+            shapes = [
+                [sh[:axis] + (g.sizes[r],) + sh[axis + 1 :] for sh, g in zip(local, kinds)]  # type: ignore[union-attr]
+                for r in range(len(reduction.sizes))
+            ]
+            packed = PackedGather(space[comm], axis, shapes, reduction.dtype)
+            space[f"g_{names[0]}"] = packed
+            call = f"g_{names[0]}.start([{blocks}])"
+            wait = f"g_{names[0]}.finish(h_{names[0]})"
         else:
             call = f"_reduce([{blocks}], {reduction.op!r}, {comm}, {axis}{flag})"
         what = "all_gather" if isinstance(reduction, Gather) else f"{reduction.op} reduction"
@@ -390,7 +386,7 @@ class Plan:
             return
         at = max(defined[s] for s, _ in pack)
         starts.setdefault(at, []).append(f"    h_{names[0]} = {call}{note}, started")
-        lines.append(f"    {', '.join(names)}, = _wait(h_{names[0]})  # first use: wait")
+        lines.append(f"    {', '.join(names)}, = {wait}  # first use: wait")
 
     def run(self, blocks: list[Any]) -> tuple[Any, ...]:
         """The output blocks for the argument ``blocks`` (collective where operands move)."""

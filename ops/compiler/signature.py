@@ -9,6 +9,7 @@ inside tuples, lists and dicts count as arguments too.
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -104,6 +105,11 @@ class FreeValues:
         code = getattr(func, "__code__", None)
         self.names: tuple[str, ...] = code.co_names if code is not None else ()
         self.globals: dict[str, Any] = getattr(func, "__globals__", {})
+        # Globals bound to modules, functions and classes now are not looked at each
+        # call (``np``, helpers); names not bound yet may become constants later.
+        self.global_names = tuple(
+            n for n in self.names if n not in self.globals or not _static(self.globals[n])
+        )
         free = code.co_freevars if code is not None else ()
         self.cells = tuple(zip(free, getattr(func, "__closure__", None) or ()))
 
@@ -118,13 +124,22 @@ class FreeValues:
         # self's attributes: its own, then its class's (no getattr: a property would run).
         scopes = [] if instance is None else [getattr(instance, "__dict__", {})]
         scopes += [] if instance is None else [vars(k) for k in type(instance).__mro__]
-        for name in self.names:
-            if name in self.globals:
-                found.append((name, _free(self.globals[name])))
+        globals_ = self.globals
+        for name in self.global_names:
+            if name in globals_:
+                found.append((name, _free(globals_[name])))
+        for name in self.names if scopes else ():
             scope = next((d for d in scopes if name in d), None)
             if scope is not None:
                 found.append(("self." + name, _free(scope[name])))
         return tuple(x for x in found if x[1] is not None)
+
+
+def _static(value: Any) -> bool:
+    """A module, function or class: what a global name of code is bound to for good."""
+    return isinstance(
+        value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+    )
 
 
 def _free(value: Any) -> Any:
