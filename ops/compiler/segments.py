@@ -138,6 +138,7 @@ class Segments:
         self.active = False
         self.runs = 0  # segments run by this call
         self.operands = 0  # DArrays among the current step's operands
+        self._head: tuple[Any, ...] = ()  # the current step's key head (callable...)
 
     # -- the hooks -------------------------------------------------------------------
     def __enter__(self) -> Segments:
@@ -166,8 +167,15 @@ class Segments:
         self.active = True
 
     def _restore(self) -> None:
-        for name, hook in self.eager.items():
-            setattr(_hooks, name, hook)
+        eager = self.eager
+        _hooks.dispatch_ufunc = eager["dispatch_ufunc"]
+        _hooks.dispatch_function = eager["dispatch_function"]
+        _hooks.dispatch_donated = eager["dispatch_donated"]
+        _hooks.dispatch_operator = eager["dispatch_operator"]
+        _hooks.setitem = eager["setitem"]
+        _hooks.getitem = eager["getitem"]
+        _hooks.recorder = eager["recorder"]
+        _hooks.before_block_access = eager["before_block_access"]
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -188,50 +196,24 @@ class Segments:
 
     def ufunc(self, ufunc: Any, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         """``_hooks.dispatch_ufunc``: the ufunc call recorded (``out=``: run now)."""
-        return self._step(
-            ("u", ufunc, method),
-            (inputs, kw),
-            lambda t, p: t.ufunc(ufunc, method, p[0], p[1]),
-            lambda: self.eager["dispatch_ufunc"](ufunc, method, inputs, kw),
-            writes="out" in kw,
-        )
+        return self._step(("u", ufunc, method), (inputs, kw), "ufunc", "out" in kw)
 
     def function(self, func: Any, types: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         """``_hooks.dispatch_function``: the call recorded (``out=``, in place: run now)."""
-        return self._step(
-            ("f", func),
-            (args, kw),
-            lambda t, p: t.function(func, types, p[0], p[1]),
-            lambda: self.eager["dispatch_function"](func, types, args, kw),
-            writes="out" in kw or func in IN_PLACE,
-        )
+        writes = "out" in kw or func in IN_PLACE
+        return self._step(("f", func), (args, kw), "function", writes, types)
 
     def donated(self, ufunc: Any, inputs: tuple[Any, ...], donor: int) -> Any:
         """``_hooks.dispatch_donated``: recorded as the plain ufunc call."""
-        return self._step(
-            ("u", ufunc, "__call__"),
-            (inputs, {}),
-            lambda t, p: t.donated(ufunc, p[0], donor),
-            lambda: self.eager["dispatch_donated"](ufunc, inputs, donor),
-        )
+        return self._step(("u", ufunc, "__call__"), (inputs, {}), "donated", False, donor)
 
     def operator(self, ufunc: Any, inputs: tuple[Any, ...]) -> Any:
         """``_hooks.dispatch_operator``: an operator's ufunc, recorded."""
-        return self._step(
-            ("u", ufunc, "__call__"),
-            (inputs, {}),
-            lambda t, p: t.operator(ufunc, p[0]),
-            lambda: self.eager["dispatch_operator"](ufunc, inputs),
-        )
+        return self._step(("u", ufunc, "__call__"), (inputs, {}), "operator")
 
     def getitem(self, a: Any, key: Any) -> Any:
         """``_hooks.getitem``: plain basic indexing recorded; other keys run now."""
-        return self._step(
-            ("getitem",),
-            (a, key),
-            lambda t, p: t.getitem(*p),
-            lambda: self.eager["getitem"](a, key),
-        )
+        return self._step(("getitem",), (a, key), "getitem")
 
     def redistribute(self, a: Any, mesh: Any, target: Any) -> Any:
         """``DArray._moved`` asks: a redistribution on this mesh is recorded (an array not
@@ -240,30 +222,57 @@ class Segments:
         if mesh is not self.mesh or a.mesh is not self.mesh:
             self.flush()
             return NotImplemented
-        return self._step(
-            ("move", target),
-            ((a,), {}),
-            lambda t, p: t.move(p[0][0], target),
-            lambda: NotImplemented,
-        )
+        return self._step(("move", target), ((a,), {}), "move", False, target)
 
     def setitem(self, a: Any, key: Any, value: Any) -> None:
         """``_hooks.setitem``: a write, so the waiting ops run first, then it does."""
-        self.flush()
-        with self.paused():
-            self.eager["setitem"](a, key, value)
+        self._eager("setitem", ((a, key, value), {}), None)
+
+    def _run_eager(self, how: str, payload: Any, extra: Any) -> Any:
+        """The hooked call ``how`` made as it would be without recording."""
+        items, kw = payload
+        eager = self.eager
+        if how == "ufunc":
+            ufunc, method = self._head[1], self._head[2]
+            return eager["dispatch_ufunc"](ufunc, method, items, kw)
+        if how == "function":
+            return eager["dispatch_function"](self._head[1], extra, items, kw)
+        if how == "donated":
+            return eager["dispatch_donated"](self._head[1], items, extra)
+        if how == "operator":
+            return eager["dispatch_operator"](self._head[1], items)
+        if how == "getitem":
+            return eager["getitem"](*payload)
+        if how == "setitem":
+            return eager["setitem"](*items)
+        return NotImplemented  # "move": DArray._moved goes on and moves the array itself
+
+    def _run_record(self, tracer: Tracer, how: str, payload: Any, extra: Any) -> Any:
+        """The hooked call ``how`` recorded by ``tracer`` (operands are its stand-ins)."""
+        items, kw = payload
+        head = self._head
+        if how == "ufunc":
+            return tracer.ufunc(head[1], head[2], items, kw)
+        if how == "function":
+            return tracer.function(head[1], extra, items, kw)
+        if how == "donated":
+            return tracer.donated(head[1], items, extra)
+        if how == "operator":
+            return tracer.operator(head[1], items)
+        if how == "getitem":
+            return tracer.getitem(*payload)
+        return tracer.move(items[0], extra)
 
     # -- recording -------------------------------------------------------------------
     def _step(
-        self,
-        head: tuple[Any, ...],
-        payload: Any,
-        record: Callable[[Tracer, Any], Any],
-        eager: Callable[[], Any],
-        writes: bool = False,
+        self, head: tuple[Any, ...], payload: Any, how: str, writes: bool = False, extra: Any = None
     ) -> Any:
+        """Record the hooked call ``how`` (``head``: what keys it; ``payload``: its operands
+        and keywords) as the segment's next step, or run it now (a write, no DArray of this
+        mesh, a graph break)."""
+        self._head = head
         if writes:
-            return self._eager(eager)
+            return self._eager(how, payload, extra)
         self.operands = 0
         try:
             try:
@@ -272,18 +281,20 @@ class Segments:
                 key = None
                 rebuild(payload, self._operand)  # every operand has its slot
         except _Foreign:
-            return self._eager(eager)
+            return self._eager(how, payload, extra)
         if not self.operands:
-            return self._eager(eager)
+            return self._eager(how, payload, extra)
         state = self.state  # binding inputs moved it
         known = state.next.get(key) if key is not None else None
         if known is _BREAK:
-            return self._eager(eager)
+            return self._eager(how, payload, extra)
         if known is None:
-            known = self._record(state, key, payload, record)
+            known = self._record(state, key, payload, how, extra)
             if known is None:
-                return self._eager(eager)
+                return self._eager(how, payload, extra)
         self.state, template = known
+        if type(template) is _Slot:
+            return self._result(template.slot)
         return rebuild_template(template, self._result)
 
     def _key(self, payload: tuple[Any, Any]) -> Any:
@@ -303,7 +314,9 @@ class Segments:
                 parts.append(self._operand(x))
             else:
                 parts.append(key_of(x, self._operand))
-        return (tuple(parts), key_of(kw, self._operand) if kw else ())
+        if not kw:
+            return (tuple(parts), ())
+        return (tuple(parts), key_of(kw, self._operand))
 
     def _pending(self, x: Any) -> bool:
         return isinstance(x, LazyArray) and x._session is self and x._block is None
@@ -335,7 +348,7 @@ class Segments:
         self.objects[slot] = x
         return slot
 
-    def _record(self, state: State, key: Any, payload: Any, record: Callable[..., Any]) -> Any:
+    def _record(self, state: State, key: Any, payload: Any, how: str, extra: Any) -> Any:
         """Record one step from ``state`` on stand-ins: (next State, result template), or
         None when it cannot be recorded (a graph break, or an error the eager run raises)."""
         trace = state.working()
@@ -348,8 +361,10 @@ class Segments:
             return stand_ins[slot]
 
         try:
+            head = self._head
             with Tracer(trace) as tracer:
-                result = record(tracer, rebuild(payload, stand_in))
+                result = self._run_record(tracer, how, rebuild(payload, stand_in), extra)
+            self._head = head
             template = _template(result, trace)
         except GraphBreak:
             state.undo(trace)
@@ -378,10 +393,16 @@ class Segments:
         self.pending.setdefault(slot, []).append(weakref.ref(lazy))
         return lazy
 
-    def _eager(self, eager: Callable[[], Any]) -> Any:
+    def _eager(self, how: str, payload: Any, extra: Any) -> Any:
+        head = self._head
         self.flush()
-        with self.paused():
-            return eager()
+        self._head = head
+        self._restore()
+        self.active = False
+        try:
+            return self._run_eager(how, payload, extra)
+        finally:
+            self._install()
 
     # -- running a segment -----------------------------------------------------------
     def flush(self) -> None:
