@@ -361,10 +361,12 @@ class Segments:
             return stand_ins[slot]
 
         try:
-            head = self._head
-            with Tracer(trace) as tracer:
-                result = self._run_record(tracer, how, rebuild(payload, stand_in), extra)
-            self._head = head
+            head = self._head  # recording may step here again (calls on other arrays)
+            try:
+                with Tracer(trace) as tracer:
+                    result = self._run_record(tracer, how, rebuild(payload, stand_in), extra)
+            finally:
+                self._head = head
             template = _template(result, trace)
         except GraphBreak:
             state.undo(trace)
