@@ -60,6 +60,11 @@ def eight_sums(x: Any) -> Any:
     return [np.sqrt(np.abs(s)) for s in sums]
 
 
+def eight_totals(x: Any) -> Any:
+    """8 independent whole-array sums, each consumed: 8 all-reduces eager."""
+    return [np.sqrt(np.abs(np.sum(x * (i + 1.5)))) for i in range(8)]
+
+
 def broken(x: Any) -> Any:
     """A graph break (a value read) between two parts: compiled, it runs in two segments."""
     a = np.sin(x * 2.0) + 1.0
@@ -122,6 +127,7 @@ def main() -> None:
     }
     u = dmesh.distribute(rng.standard_normal((64, 64)), mesh, [Shard(0)])
     sums = eager_and_compiled(eight_sums, x, comm, 2000)
+    totals = eager_and_compiled(eight_totals, x, comm, 2000)
     heats = eager_and_compiled(heat, u, comm, 500)
     segments = eager_and_compiled(broken, x, comm, 1000)
     packed = eager_and_compiled(gathers, x, comm, 2000)
@@ -132,6 +138,7 @@ def main() -> None:
             print(f"  {name:22s} {t * 1e6:8.1f} us/call  {t / base:5.2f}x numpy")
         for title, rows in (
             ("8 independent sums over the sharded axis, each consumed", sums),
+            ("8 independent whole-array sums (all-reduces), each consumed", totals),
             ("heat-diffusion step (map_overlap), (64, 64) float64 Shard(0)", heats),
             ("a graph break (float of a max) between two parts: two segments", segments),
             ("two arrays replicated (all-gathers)", packed),

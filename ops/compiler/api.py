@@ -27,9 +27,11 @@ from dmesh import _hooks
 from dmesh.darray import DArray
 from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
+from dmesh.ops.compiler.lazy import LazyArray
 from dmesh.ops.compiler.replay import Plan
-from dmesh.ops.compiler.segments import LazyArray, Segments, State
+from dmesh.ops.compiler.segments import Segments
 from dmesh.ops.compiler.signature import FreeValues, Unkeyable, rebuild, signature
+from dmesh.ops.compiler.steps import State
 from dmesh.ops.compiler.trace import StandIn, Trace, tracing
 
 __all__ = ["Compiled", "compile"]

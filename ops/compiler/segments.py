@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,8 @@ from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.lazy import LazyArray
 from dmesh.ops.compiler.replay import Plan
 from dmesh.ops.compiler.signature import Unkeyable, key_of, rebuild
-from dmesh.ops.compiler.trace import StandIn, Trace, Tracer, describe
+from dmesh.ops.compiler.steps import BREAK, Slot, State, rebuild_template, template_of
+from dmesh.ops.compiler.trace import StandIn, Tracer, describe
 
 __all__ = ["LazyArray", "Segments", "State"]
 
@@ -55,71 +56,10 @@ IN_PLACE = frozenset(
     if f is not None
 )
 _HOOKS = ("dispatch_ufunc", "dispatch_function", "dispatch_donated", "dispatch_operator")
-_BREAK = "break"  # a step that cannot be recorded: run eagerly
 
 
 class _Foreign(Exception):  # noqa: N818 - internal signal
     """An operand on another mesh: the step runs eagerly."""
-
-
-class _Slot:
-    """Where a recorded op's result went: its slot in the segment."""
-
-    __slots__ = ("slot",)
-
-    def __init__(self, slot: int) -> None:
-        self.slot = slot
-
-
-class State:
-    """A point in recording a segment: the trace up to there, the steps that follow, and the
-    segment's plan once it ran from here."""
-
-    __slots__ = ("inputs", "next", "nodes", "outputs", "plan", "specs", "trace")
-
-    def __init__(
-        self, trace: Trace, inputs: tuple[int, ...], outputs: tuple[int, ...] = ()
-    ) -> None:
-        self.trace = trace  # shared along a line of states; this one is a prefix of it
-        self.specs = len(trace.specs)
-        self.nodes = len(trace.nodes)
-        self.inputs = inputs  # the slots the segment's inputs fill
-        # The results handed to the Python code (a step's inner results are not, and
-        # the plan drops those no handed result needs).
-        self.outputs = outputs
-        self.next: dict[Any, Any] = {}  # step key -> (State, result template) or _BREAK
-        self.plan: Plan | None = None
-
-    def plans(self) -> list[Plan]:
-        """The segment plans made from this state on (depth first)."""
-        found, todo = [], [self]
-        while todo:
-            state = todo.pop()
-            if state.plan is not None:
-                found.append(state.plan)
-            todo += [known[0] for known in reversed(state.next.values()) if known is not _BREAK]
-        return found
-
-    def working(self) -> Trace:
-        """The trace to record from here: the shared one where this state is its end, else
-        a copy of this state's prefix (another call went another way from here)."""
-        t = self.trace
-        if len(t.specs) == self.specs and len(t.nodes) == self.nodes:
-            return t
-        return self.prefix()
-
-    def prefix(self) -> Trace:
-        """A copy of the trace up to this state."""
-        t = self.trace
-        constants = {k: v for k, v in t.constants.items() if k < self.specs}
-        return Trace(t.specs[: self.specs], constants, t.nodes[: self.nodes])
-
-    def undo(self, trace: Trace) -> None:
-        """Drop what a failed recording added to ``trace`` past this state."""
-        del trace.specs[self.specs :], trace.nodes[self.nodes :]
-        for k in [k for k in trace.constants if k >= self.specs]:
-            del trace.constants[k]
-        trace.broken = None
 
 
 class Segments:
@@ -286,14 +226,14 @@ class Segments:
             return self._eager(how, payload, extra)
         state = self.state  # binding inputs moved it
         known = state.next.get(key) if key is not None else None
-        if known is _BREAK:
+        if known is BREAK:
             return self._eager(how, payload, extra)
         if known is None:
             known = self._record(state, key, payload, how, extra)
             if known is None:
                 return self._eager(how, payload, extra)
         self.state, template = known
-        if type(template) is _Slot:
+        if type(template) is Slot:
             return self._result(template.slot)
         return rebuild_template(template, self._result)
 
@@ -367,10 +307,10 @@ class Segments:
                     result = self._run_record(tracer, how, rebuild(payload, stand_in), extra)
             finally:
                 self._head = head
-            template = _template(result, trace)
+            template = template_of(result, trace)
         except GraphBreak:
             state.undo(trace)
-            self._remember(state, key, _BREAK)
+            self._remember(state, key, BREAK)
             return None
         except Exception:
             state.undo(trace)  # the eager run raises it (or succeeds) with the values
@@ -442,29 +382,3 @@ class Segments:
                 if lazy is not None:
                     lazy._session = None
         self.pending.clear()
-
-
-def _template(result: Any, trace: Trace) -> Any:
-    """``result`` with each stand-in of ``trace`` as a :class:`_Slot`."""
-    if isinstance(result, StandIn) and result._trace is trace:
-        return _Slot(result._slot)
-    if isinstance(result, DArray):
-        raise GraphBreak(f"a recorded step returned a DArray of another trace ({result!r})")
-    kind = type(result)
-    if kind is tuple or kind is list:
-        return kind(_template(x, trace) for x in result)
-    if kind is dict:
-        return {k: _template(v, trace) for k, v in result.items()}
-    return result
-
-
-def rebuild_template(template: Any, fill: Callable[[int], Any]) -> Any:
-    """``template`` with each :class:`_Slot` replaced by ``fill(slot)``."""
-    if type(template) is _Slot:
-        return fill(template.slot)
-    kind = type(template)
-    if kind is tuple or kind is list:
-        return kind(rebuild_template(x, fill) for x in template)
-    if kind is dict:
-        return {k: rebuild_template(v, fill) for k, v in template.items()}
-    return template
