@@ -216,7 +216,8 @@ class Plan:
                 self._make(slot, target, moves, made, ready, space, lines, defined, starts)
             return made[(slot, target)]
 
-        for k, node in enumerate(self.nodes):
+        for k in self._schedule(operands):
+            node = self.nodes[k]
             if k not in live:
                 self.dropped.append(f"[{k}] {node.label}: its result is not used")
                 continue
@@ -275,6 +276,21 @@ class Plan:
                 operands.append((slot, target))
             result.append(operands)
         return result
+
+    def _schedule(self, operands: list[list[tuple[int, Layout | None]]]) -> list[int]:
+        """The order the nodes run in: by how many moves deep each one is (then as traced).
+
+        Ops are pure, so any order that respects the data gives the same values; this
+        one computes everything that needs no communication first, so independent
+        reductions are all ready, and packed, when the first of them is needed.
+        """
+        depth: dict[int, int] = {}
+        order = []
+        for k, (node, ops) in enumerate(zip(self.nodes, operands)):
+            d = max((depth.get(s, 0) + (t is not None) for s, t in ops), default=0)
+            depth[node.out] = d
+            order.append((d, k))
+        return [k for _, k in sorted(order)]
 
     def _live(self, operands: list[list[tuple[int, Layout | None]]]) -> set[int]:
         """The nodes whose results the outputs need (a node's result no one uses is dropped:
