@@ -60,6 +60,7 @@ class Entry:
     eager: str | None = None  # why this signature runs eagerly (or in segments)
     segments: State | None = None  # where a broken trace's segments are recorded
     mesh: Any = None
+    build: Any = None  # (output blocks, argument DArrays) -> the returned structure
 
 
 class Compiled(Generic[R]):
@@ -217,14 +218,9 @@ class Compiled(Generic[R]):
     @staticmethod
     def _result(entry: Entry, plan: Plan, blocks: tuple[Any, ...], leaves: list[DArray]) -> Any:
         """The returned structure: argument outputs as the arguments, the others wrapped."""
-        n = len(plan.inputs)
-        values = [
-            leaves[s] if s < n else DArray(b, plan.specs[s]) for b, s in zip(blocks, plan.outputs)
-        ]
-        template = entry.template
-        if type(template) is _Out:
-            return values[template.index]
-        return _fill(template, values)
+        if entry.build is None:
+            entry.build = _builder(entry.template, plan)
+        return entry.build(blocks, leaves)
 
 
 class _Bound:
@@ -270,15 +266,38 @@ def _template(out: Any, trace: Trace, outputs: list[int]) -> Any:
     trace.graph_break(f"returns a {kind.__name__} (not a DArray, container or Python scalar)")
 
 
-def _fill(template: Any, values: list[Any]) -> Any:
-    if type(template) is _Out:
-        return values[template.index]
-    kind = type(template)
-    if kind is tuple or kind is list:
-        return kind(_fill(x, values) for x in template)
-    if kind is dict:
-        return {k: _fill(v, values) for k, v in template.items()}
-    return template
+def _builder(template: Any, plan: Plan) -> Any:
+    """A generated function ``(output blocks, argument DArrays) -> the returned structure``:
+    arguments returned as themselves, each other output wrapped once with its spec."""
+    n = len(plan.inputs)
+    space: dict[str, Any] = {"DArray": DArray}
+    lines = ["def build(blocks, leaves):"]
+    for i, slot in enumerate(plan.outputs):
+        if slot < n:
+            lines.append(f"    o{i} = leaves[{slot}]")
+        else:
+            space[f"S{i}"] = plan.specs[slot]
+            lines.append(f"    o{i} = DArray(blocks[{i}], S{i})")
+
+    def expression(t: Any) -> str:
+        if type(t) is _Out:
+            return f"o{t.index}"
+        kind = type(t)
+        if kind is tuple:
+            return "(" + "".join(f"{expression(x)}, " for x in t) + ")"
+        if kind is list:
+            return "[" + ", ".join(expression(x) for x in t) + "]"
+        if kind is dict:
+            space[f"k{len(space)}"] = list(t)
+            keys = f"k{len(space) - 1}"
+            items = ", ".join(f"{keys}[{j}]: {expression(v)}" for j, v in enumerate(t.values()))
+            return "{" + items + "}"
+        space[f"c{len(space)}"] = t
+        return f"c{len(space) - 1}"
+
+    lines.append(f"    return {expression(template)}")
+    exec("\n".join(lines), space)
+    return space["build"]
 
 
 @overload

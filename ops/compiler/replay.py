@@ -33,6 +33,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
 from dmesh.ops.compiler.packed_gather import PackedGather
 from dmesh.ops.compiler.trace import Trace, same_block
+from dmesh.redistribution import run_steps
 
 __all__ = ["Plan"]
 
@@ -177,7 +178,7 @@ class Plan:
         (float sums while the pack stays a short message, see ``SHORT_MESSAGE``).
         """
         space: dict[str, Any] = {
-            "_move": _move,
+            "_run_steps": run_steps,
             "_as_block": _as_block,
             "_reduce": _reduce_many,
             "_wait": _wait,
@@ -346,11 +347,15 @@ class Plan:
         name = f"m{len(made)}"
         reduction = packable(self.specs[slot], target)
         if reduction is None:
-            space[f"s_{name}"], space[f"t_{name}"] = self.specs[slot], target
-            cost = estimate_cost(self.specs[slot].layout, target, self.specs[slot].dtype.itemsize)
+            # The redistribution's steps, planned now (``DArray._moved`` would plan them
+            # at every call); without steps (mesh dims of size 1) they copy the block.
+            spec = self.specs[slot]
+            space[f"s_{name}"] = plan_redistribution(spec.layout, target, True)
+            space[f"mesh_{name}"] = spec.mesh
+            cost = estimate_cost(spec.layout, target, spec.dtype.itemsize)
             lines.append(
-                f"    {name} = _move(v{slot}, s_{name}, t_{name})  # s{slot} {target.placements}, "
-                f"about {cost:.0f} B per rank"
+                f"    {name} = _run_steps(v{slot}, s_{name}, mesh_{name}, mesh_{name})  "
+                f"# s{slot} to {target.placements}, about {cost:.0f} B per rank"
             )
             made[(slot, target)] = name
             return

@@ -8,6 +8,7 @@ inside tuples, lists and dicts count as arguments too.
 
 from __future__ import annotations
 
+import dis
 import math
 import types
 from collections.abc import Callable
@@ -37,7 +38,17 @@ def signature(
         leaves.append(x)
         return ("D", x.spec)
 
-    key = (key_of(args, leaf), key_of(kwargs, leaf))
+    parts: list[Any] = []
+    for x in args:  # key_of(args, leaf), without its recursion for the usual arguments
+        kind = type(x)
+        if kind is DArray:
+            leaves.append(x)
+            parts.append(("D", x.spec))
+        elif kind is int or kind is bool or kind is str or x is None:
+            parts.append((kind, x))
+        else:
+            parts.append(key_of(x, leaf))
+    key = (tuple(parts), key_of(kwargs, leaf) if kwargs else ())
     return key, leaves
 
 
@@ -105,16 +116,25 @@ class FreeValues:
         code = getattr(func, "__code__", None)
         self.names: tuple[str, ...] = code.co_names if code is not None else ()
         self.globals: dict[str, Any] = getattr(func, "__globals__", {})
-        # Globals bound to modules, functions and classes now are not looked at each
-        # call (``np``, helpers); names not bound yet may become constants later.
+        # The names the code loads as globals, but those bound to modules, functions and
+        # classes now (``np``, helpers); names not bound yet may become constants later.
+        loaded = {
+            i.argval
+            for i in (dis.get_instructions(code) if code is not None else ())
+            if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        }
         self.global_names = tuple(
-            n for n in self.names if n not in self.globals or not _static(self.globals[n])
+            n
+            for n in self.names
+            if n in loaded and (n not in self.globals or not _static(self.globals[n]))
         )
         free = code.co_freevars if code is not None else ()
         self.cells = tuple(zip(free, getattr(func, "__closure__", None) or ()))
 
     def key(self, instance: Any) -> Any:
         """The current values (``instance``: the method's ``self``, or None)."""
+        if instance is None and not self.cells and not self.global_names:
+            return ()  # nothing read from outside (the usual function)
         found: list[Any] = []
         for name, cell in self.cells:
             try:
@@ -125,9 +145,7 @@ class FreeValues:
         scopes = [] if instance is None else [getattr(instance, "__dict__", {})]
         scopes += [] if instance is None else [vars(k) for k in type(instance).__mro__]
         globals_ = self.globals
-        for name in self.global_names:
-            if name in globals_:
-                found.append((name, _free(globals_[name])))
+        found += [(n, _free(globals_[n])) for n in self.global_names if n in globals_]
         for name in self.names if scopes else ():
             scope = next((d for d in scopes if name in d), None)
             if scope is not None:
