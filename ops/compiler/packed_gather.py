@@ -19,6 +19,7 @@ from mpi4py import MPI
 
 import dmesh.collectives as coll
 from dmesh.collectives import tracing
+from dmesh.collectives._common import from_front, to_front
 from dmesh.collectives.blocks import offsets_of
 from dmesh.collectives.dtypes import mpi_datatype
 
@@ -54,7 +55,7 @@ class PackedGather:
         """Copy ``blocks`` into one buffer and start the gather (collective)."""
         if not all(type(b) is np.ndarray for b in blocks):  # device arrays: the transports
             return coll.all_gather_coalesced(blocks, self.axis, self.comm, sizes=self.sizes)
-        send = np.concatenate([np.moveaxis(b, self.axis, 0).reshape(-1) for b in blocks])
+        send = np.concatenate([to_front(b, self.axis).reshape(-1) for b in blocks])
         recv = np.empty(self.total, self.dtype)
         if tracing.hooked:  # CommMode and explain count it as the one call it is
             name = "all_gather_coalesced" if len(blocks) > 1 else "all_gather"
@@ -74,5 +75,5 @@ class PackedGather:
         for row in self.pieces:
             parts = [recv[a:b].reshape(front) for a, b, front in row]
             whole = parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
-            results.append(np.moveaxis(whole, 0, self.axis))
+            results.append(from_front(whole, self.axis))  # C-contiguous, as all_gather's
         return results
