@@ -19,9 +19,9 @@ from mpi4py import MPI
 
 import dmesh.collectives as coll
 from dmesh.collectives import tracing
-from dmesh.collectives._common import from_front, to_front
 from dmesh.collectives.blocks import offsets_of
 from dmesh.collectives.dtypes import mpi_datatype
+from dmesh.ops.compiler.packing import from_front, to_front
 
 __all__ = ["PackedGather"]
 

@@ -24,9 +24,11 @@ __all__ = [
     "SHORT_MESSAGE",
     "Gather",
     "Reduction",
+    "from_front",
     "packable",
     "packs_with",
     "reduce_many",
+    "to_front",
     "wait",
 ]
 
@@ -128,3 +130,14 @@ def packs_with(pack: list[Reduction | Gather], kind: Reduction | Gather) -> bool
     if isinstance(first, Gather):
         return kind[:3] == first[:3] and total <= GATHER_PACK_BYTES
     return kind[:4] == first[:4] and (first.exact() or total <= SHORT_MESSAGE)
+
+
+def to_front(block: np.ndarray, axis: int, dtype: Any = None) -> np.ndarray:
+    """A C-contiguous copy of a NumPy ``block`` with ``axis`` first (as the collectives
+    pack it; no copy when already so)."""
+    return np.ascontiguousarray(block if axis == 0 else np.moveaxis(block, axis, 0), dtype=dtype)
+
+
+def from_front(buffer: np.ndarray, axis: int) -> np.ndarray:
+    """Undo :func:`to_front`: the first axis back at ``axis``, C-contiguous."""
+    return buffer if axis == 0 else np.ascontiguousarray(np.moveaxis(buffer, 0, axis))

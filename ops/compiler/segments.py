@@ -246,7 +246,10 @@ class Segments:
         parts: list[Any] = []
         for x in items:
             kind = type(x)
-            if kind is int or kind is bool or kind is str or x is None:
+            if kind is LazyArray and x._session is self and x._block is None:
+                self.operands += 1  # _operand's pending case, inline: the usual operand
+                parts.append(x._slot)
+            elif kind is int or kind is bool or kind is str or x is None:
                 parts.append((kind, x))
             elif kind is float:
                 parts.append((float, x, math.copysign(1.0, x)))
@@ -331,8 +334,13 @@ class Segments:
             return self.objects[slot]
         lazy = LazyArray.__new__(LazyArray)  # the fields without DArray.__init__'s setter
         lazy._session, lazy._block, lazy._slot = self, None, slot
-        lazy._spec, lazy._trace = self.state.trace.specs[slot], self.state.trace  # type: ignore[assignment]
-        self.pending.setdefault(slot, []).append(weakref.ref(lazy))
+        trace = self.state.trace
+        lazy._spec, lazy._trace = trace.specs[slot], trace  # type: ignore[assignment]
+        refs = self.pending.get(slot)
+        if refs is None:
+            self.pending[slot] = [weakref.ref(lazy)]
+        else:
+            refs.append(weakref.ref(lazy))
         return lazy
 
     def _eager(self, how: str, payload: Any, extra: Any) -> Any:
