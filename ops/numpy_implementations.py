@@ -44,7 +44,7 @@ _state = threading.local()
 
 
 def _contains_darray(x: Any) -> bool:
-    if type(x) is DArray:
+    if isinstance(x, DArray):
         return True
     if isinstance(x, (list, tuple)):
         return any(_contains_darray(v) for v in x)
@@ -53,7 +53,7 @@ def _contains_darray(x: Any) -> bool:
 
 def _stacked(x: Any) -> Any:
     """A nested list or tuple holding DArrays, as one DArray (``np.stack`` of its items)."""
-    if type(x) is DArray:
+    if isinstance(x, DArray):
         return x
     if isinstance(x, (list, tuple)) and _contains_darray(x):
         return np.stack([_stacked(v) for v in x])

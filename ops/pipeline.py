@@ -143,7 +143,8 @@ def fuse(run: Any, call: Call, decision: Decision) -> Any:
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
     """Step 2a: the operands' blocks in the decided layouts (collective when one moves)."""
     if not decision.any_move:  # the common repeated call: nothing moves
-        return [x._local if type(x) is DArray else x for x in operands]
+        # (a DArray subclass too: a traced stand-in must say it has no block)
+        return [x._local if type(x) is DArray or isinstance(x, DArray) else x for x in operands]
     return [
         (x.with_layout(target).local if move else x.local) if target is not None else x
         for x, target, move in zip(operands, decision.operands, decision.moves)
@@ -180,9 +181,9 @@ def perform(
         blocks = align(operands, decision)
     elif len(operands) == 1:  # np.sum(a)
         x = operands[0]
-        blocks = [x._local if type(x) is DArray else x]
+        blocks = [x._local if type(x) is DArray or isinstance(x, DArray) else x]
     else:
-        blocks = [x._local if type(x) is DArray else x for x in operands]
+        blocks = [x._local if type(x) is DArray or isinstance(x, DArray) else x for x in operands]
     run = step.run
     if donor >= 0 and not decision.moves[donor] and _fits(func, blocks, blocks[donor]):
         result = func(*blocks, out=blocks[donor])

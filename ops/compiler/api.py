@@ -38,7 +38,7 @@ __all__ = ["Compiled", "compile"]
 
 R = TypeVar("R")
 CACHE_SIZE = 64  # plans kept per compiled function (specs hold meshes: bounded)
-_CONSTANTS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+_CONSTANTS = (int, float, complex, bool, str, bytes, type(None), np.generic, np.dtype)
 
 
 class _Out:

@@ -18,7 +18,7 @@ from dmesh.ops.registry import decompose
 
 
 def _dtype_of(x: Any) -> Any:
-    return x.dtype if type(x) is DArray else x
+    return x.dtype if isinstance(x, DArray) else x
 
 
 @decompose(np.result_type)
@@ -40,7 +40,7 @@ def min_scalar_type(a: Any) -> np.dtype:
     NumPy looks at the value only for a 0-d array; a 0-d DArray's value is a
     collective read, as ``a.item()``.
     """
-    if type(a) is DArray and a.ndim == 0:
+    if isinstance(a, DArray) and a.ndim == 0:
         value: np.dtype = np.min_scalar_type(np.asarray(a.item(), a.dtype))
         return value
     dtype: np.dtype = np.dtype(_dtype_of(a))
