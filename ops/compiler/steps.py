@@ -14,6 +14,7 @@ from typing import Any
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.signature import rebuild
 from dmesh.ops.compiler.trace import StandIn, Trace
 
 __all__ = ["BREAK", "Slot", "State", "rebuild_template", "template_of"]
@@ -83,16 +84,13 @@ class State:
 
 def template_of(result: Any, trace: Trace) -> Any:
     """``result`` with each stand-in of ``trace`` as a :class:`Slot`."""
-    if isinstance(result, StandIn) and result._trace is trace:
-        return Slot(result._slot)
-    if isinstance(result, DArray):
-        raise GraphBreak(f"a recorded step returned a DArray of another trace ({result!r})")
-    kind = type(result)
-    if kind is tuple or kind is list:
-        return kind(template_of(x, trace) for x in result)
-    if kind is dict:
-        return {k: template_of(v, trace) for k, v in result.items()}
-    return result
+
+    def slot(x: DArray) -> Slot:
+        if isinstance(x, StandIn) and x._trace is trace:
+            return Slot(x._slot)
+        raise GraphBreak(f"a recorded step returned a DArray of another trace ({x!r})")
+
+    return rebuild(result, slot)
 
 
 def rebuild_template(template: Any, fill: Callable[[int], Any]) -> Any:
