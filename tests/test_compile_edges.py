@@ -275,9 +275,10 @@ def test_user_errors_raise_on_every_rank(comm: MPI.Intracomm, mesh: Any) -> None
         assert_all(comm, compiled.traces == 1, f"{fn.__name__}: {compiled.traces} traces")
 
 
-def test_cache_bound_evicts_the_oldest_plan(comm: MPI.Intracomm, mesh: Any) -> None:
+def test_cache_bound_evicts_the_least_recently_used_plan(comm: MPI.Intracomm, mesh: Any) -> None:
     """``@dmesh.compile(cache_size=2)`` called with three constants keeps two plans: one
-    eviction, named by describe_plan; the evicted signature retraces, with eager's bits."""
+    eviction, named by describe_plan; the evicted signature retraces, with eager's bits,
+    and evicts the plan used least recently (not the oldest)."""
 
     @dmesh.compile(cache_size=2)
     def scaled(x: Any, s: float) -> Any:
@@ -291,9 +292,14 @@ def test_cache_bound_evicts_the_oldest_plan(comm: MPI.Intracomm, mesh: Any) -> N
     state = (scaled.evictions, scaled.traces, len(scaled.plans))
     if state != (1, 3, 2) or "evicted" not in latest or "not traced" not in evicted:
         problems.append(f"(evictions, traces, plans) {state}\n{latest}\n{evicted}")
-    problems += _compare(scaled, scaled.fn, x, 1.0)  # retraced: 2.0's plan goes now
+    problems += _compare(scaled, scaled.fn, x, 2.0)  # a hit: 2.0 is now the most recent
+    problems += _compare(scaled, scaled.fn, x, 1.0)  # retraced: -0.0's plan goes now
     if (scaled.evictions, scaled.traces) != (2, 4):
         problems.append(f"after a retrace: {scaled.evictions} evictions, {scaled.traces} traces")
+    if "not traced" in scaled.describe_plan(x, 2.0) or "not traced" not in scaled.describe_plan(
+        x, -0.0
+    ):
+        problems.append("the least recently used plan was not the one evicted")
     assert_all(comm, not problems, "\n".join(problems))
 
 
