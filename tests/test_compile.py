@@ -311,6 +311,31 @@ def test_independent_reductions_are_coalesced(comm: MPI.Comm, mesh: Any) -> None
     check(comm, independent_sums, ints)  # exact reductions: packed whatever their size
 
 
+def two_totals(x: Any) -> Any:
+    """Two whole-array sums, each consumed at once: two all-reduces eagerly."""
+    first = np.sqrt(np.abs(np.sum(x * 2.0)))
+    return first, np.exp(np.sum(x + 1.0) / 100.0)
+
+
+def test_two_all_reduces_are_one_mpi_call(comm: MPI.Comm, mesh: Any) -> None:
+    """The acceptance line: two independent all-reduces in one compiled function are one
+    MPI call, counted by CommMode (eager makes two), with eager's bits."""
+    a = _data(mesh, (7, 5))
+    a[3, 3] = -np.inf
+    for x in (_sharded(mesh, a), _uneven(mesh, a)):
+        compiled = check(comm, two_totals, x)
+        with CommMode() as eager:
+            two_totals(x)
+        with CommMode() as replay:
+            compiled(x)
+        counts = f"eager {eager.counts()}, replay {replay.counts()}"
+        ok = True
+        if mesh.ndim == 1 and comm.Get_size() > 1:
+            ok = eager.counts() == {"all_reduce": 2}
+            ok = ok and replay.counts() == {"all_reduce_coalesced": 1}
+        assert_all(comm, ok, counts)
+
+
 def test_gathers_packed_and_undone_moves_dropped(comm: MPI.Comm, mesh: Any) -> None:
     """Independent all-gathers become one MPI call; a move undone before use and a result
     no one uses are dropped; a sum of two partial sums is reduced once."""
