@@ -24,10 +24,8 @@ the waiting ops first (``dmesh._hooks.before_block_access``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -60,6 +58,27 @@ _HOOKS = ("dispatch_ufunc", "dispatch_function", "dispatch_donated", "dispatch_o
 
 class _Foreign(Exception):  # noqa: N818 - internal signal
     """An operand on another mesh: the step runs eagerly."""
+
+
+class _Paused:
+    """The context of :meth:`Segments.paused`."""
+
+    __slots__ = ("resume", "session")
+
+    def __init__(self, session: Segments) -> None:
+        self.session = session
+        self.resume = False
+
+    def __enter__(self) -> None:
+        session = self.session
+        if session.active:
+            session._restore()
+            session.active = False
+            self.resume = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.resume:
+            self.session._install()
 
 
 class Segments:
@@ -117,18 +136,10 @@ class Segments:
         _hooks.recorder = eager["recorder"]
         _hooks.before_block_access = eager["before_block_access"]
 
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Eager dispatch inside (a break's own work), recording again after."""
-        if not self.active:
-            yield
-            return
-        self._restore()
-        self.active = False
-        try:
-            yield
-        finally:
-            self._install()
+    def paused(self) -> _Paused:
+        """``with session.paused():`` eager dispatch inside (a break's own work), recording
+        again after (a plain class: this is on every break's and every flush's path)."""
+        return _Paused(self)
 
     def records(self, a: Any) -> bool:
         """``dmesh.map_overlap`` asks: it runs eagerly here (its block call is not keyed)."""
