@@ -61,6 +61,15 @@ def check(comm: MPI.Comm, fn: Any, *args: Any, **kwargs: Any) -> Any:
     return compiled
 
 
+def calls(fn: Any, compiled: Any, *args: Any) -> tuple[CommMode, CommMode]:
+    """The collectives ``fn(*args)`` makes eagerly, and ``compiled(*args)`` in a replay."""
+    with CommMode() as eager:
+        fn(*args)
+    with CommMode() as replay:
+        compiled(*args)
+    return eager, replay
+
+
 def _data(mesh: dmesh.DeviceMesh, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape)
 
@@ -132,10 +141,7 @@ def test_mixed_layouts_redistribute(comm: MPI.Comm, mesh: Any) -> None:
         return (a + b) * r - np.sum(b, axis=0), b
 
     compiled = check(comm, mixed, a, b, r)
-    with CommMode() as eager:
-        mixed(a, b, r)
-    with CommMode() as replay:
-        compiled(a, b, r)
+    eager, replay = calls(mixed, compiled, a, b, r)
     message = f"eager {eager.counts()}, replay {replay.counts()}"
     assert_all(comm, replay.total_count <= eager.total_count, message)
 
@@ -227,10 +233,7 @@ def test_tracing_resumes_after_a_graph_break(comm: MPI.Comm, mesh: Any) -> None:
         for _ in range(2):
             message = _same(compiled(x), want)
             assert_all(comm, not message, message)
-        with CommMode() as compiled_mode:
-            compiled(x)
-        with CommMode() as eager_mode:
-            broken(x)
+        eager_mode, compiled_mode = calls(broken, compiled, x)
         got, eager = compiled_mode.counts(), eager_mode.counts()
         ok = len(compiled.breaks) == 1 and compiled.segment_runs == 6
         if comm.Get_size() > 1 and mesh.ndim == 1:
@@ -296,10 +299,7 @@ def test_independent_reductions_are_coalesced(comm: MPI.Comm, mesh: Any) -> None
     a[1, 2], a[4, 0] = np.nan, -np.inf
     for x in (_sharded(mesh, a), _uneven(mesh, a)):
         compiled = check(comm, independent_sums, x)
-        with CommMode() as eager:
-            independent_sums(x)
-        with CommMode() as replay:
-            compiled(x)
+        eager, replay = calls(independent_sums, compiled, x)
         counts = f"eager {eager.counts()}, replay {replay.counts()}"
         if mesh.ndim == 1:  # one reduction step each: one MPI call for the eight
             ok = replay.total_count == (1 if comm.Get_size() > 1 else 0)
@@ -324,10 +324,7 @@ def test_two_all_reduces_are_one_mpi_call(comm: MPI.Comm, mesh: Any) -> None:
     a[3, 3] = -np.inf
     for x in (_sharded(mesh, a), _uneven(mesh, a)):
         compiled = check(comm, two_totals, x)
-        with CommMode() as eager:
-            two_totals(x)
-        with CommMode() as replay:
-            compiled(x)
+        eager, replay = calls(two_totals, compiled, x)
         counts = f"eager {eager.counts()}, replay {replay.counts()}"
         ok = True
         if mesh.ndim == 1 and comm.Get_size() > 1:
@@ -419,10 +416,7 @@ def test_map_overlap_compiles_without_its_verdict(comm: MPI.Comm, mesh: Any) -> 
     all-reduce that checks fn's shape on every call is made once, at the first run."""
     for u in (_sharded(mesh, _data(mesh, (9, 6))), _uneven(mesh, _data(mesh, (9, 6)))):
         compiled = check(comm, heat, u, 0.1)
-        with CommMode() as eager:
-            heat(u, 0.1)
-        with CommMode() as replay:
-            compiled(u, 0.1)
+        eager, replay = calls(heat, compiled, u, 0.1)
         counts = f"eager {eager.counts()}, replay {replay.counts()}"
         verdicts = eager.counts().get("all_reduce", 0) - replay.counts().get("all_reduce", 0)
         assert_all(comm, verdicts == 1, counts)
