@@ -9,7 +9,7 @@ CuPy.
 
 import os as _os
 
-from dmesh import debug, fft, random
+from dmesh import debug, fft, random, scaling
 from dmesh.block_maps import map_blocks, map_overlap
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import (
@@ -116,6 +116,7 @@ __all__ = [  # noqa: RUF022  (issue 14, creation: grids, windows, DFT frequencie
     "random",
     "redistribute",
     "save",
+    "scaling",
     "save_checkpoint",
     "tril_indices",
     "triu_indices",

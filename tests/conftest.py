@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import traffic_checks
 from hypothesis import HealthCheck, settings
 from mpi4py import MPI
 
@@ -147,3 +148,10 @@ def elide() -> Iterator[None]:
         yield
     finally:
         context.set_temporary_elision(previous)
+
+
+@pytest.fixture(params=traffic_checks.TRAFFIC_MESH_SHAPES, ids=str)
+def traffic_mesh(request: pytest.FixtureRequest, comm: MPI.Intracomm) -> Iterator[dmesh.DeviceMesh]:
+    """A mesh for the scaling-model tests: the 1-D one and each 2-D shape of the world size."""
+    with dmesh.init_mesh(request.param, comm=comm) as m:
+        yield m
