@@ -8,7 +8,9 @@ dmesh is faster.
 
 The strong-scaling results (``scaling.json``, from ``bench_scaling.py``) go
 into a second file beside it, ``scaling.png``: each case's time (log) against
-the rank count (log), with its ideal line, the one-process NumPy time over p.
+the rank count (log), with its ideal line, the one-process NumPy time over p,
+and beside it the weak-scaling efficiency (fixed work per rank) against the
+rank count, ideal 1.0.
 Either file is drawn when its results exist (older runs have no
 ``scaling.json``). Needs matplotlib (the ``bench`` extra); without it, says
 so and draws nothing.
@@ -63,6 +65,16 @@ def scaling_series(doc: dict[str, Any]) -> dict[str, tuple[list[int], list[float
     return series
 
 
+def weak_series(doc: dict[str, Any]) -> dict[str, tuple[list[int], list[float]]]:
+    """Per weak-scaling case of ``scaling.json``: (rank counts, efficiencies), by ranks."""
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for row in sorted(doc.get("weak_rows", []), key=lambda r: int(r["ranks"])):
+        ranks, efficiencies = series.setdefault(row["case"], ([], []))
+        ranks.append(int(row["ranks"]))
+        efficiencies.append(float(row["efficiency"]))
+    return series
+
+
 def draw(directory: Path, output: Path) -> bool:
     """Draw ``directory``'s results: ratios into ``output``, scaling into ``scaling.png`` beside it.
 
@@ -78,7 +90,8 @@ def draw(directory: Path, output: Path) -> bool:
         return False
     results = ratio_results(directory)
     scaling_path = directory / SCALING
-    series = scaling_series(json.loads(scaling_path.read_text())) if scaling_path.exists() else {}
+    scaling = json.loads(scaling_path.read_text()) if scaling_path.exists() else {}
+    series = scaling_series(scaling)
     if not results and not series:
         print(f"bench_chart: no results in {directory}")
         return False
@@ -86,7 +99,7 @@ def draw(directory: Path, output: Path) -> bool:
     if results:
         _draw_ratios(plt, results, output)
     if series:
-        _draw_scaling(plt, series, output.with_name("scaling.png"))
+        _draw_scaling(plt, series, weak_series(scaling), output.with_name("scaling.png"))
     return True
 
 
@@ -110,9 +123,13 @@ def _draw_ratios(plt: Any, results: dict[str, list[tuple[str, float]]], output: 
 
 
 def _draw_scaling(
-    plt: Any, series: dict[str, tuple[list[int], list[float], float]], output: Path
+    plt: Any,
+    series: dict[str, tuple[list[int], list[float], float]],
+    weak: dict[str, tuple[list[int], list[float]]],
+    output: Path,
 ) -> None:
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, axes = plt.subplots(1, 2 if weak else 1, figsize=(15 if weak else 9, 5), squeeze=False)
+    ax = axes[0, 0]
     all_ranks = sorted({p for ranks, _, _ in series.values() for p in ranks})
     for i, (case, (ranks, times, numpy_s)) in enumerate(series.items()):
         color = f"C{i}"
@@ -133,7 +150,24 @@ def _draw_scaling(
                  fontsize=9)  # fmt: skip
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over
     ax.grid(True, which="both", linewidth=0.3)
+    if weak:
+        _draw_weak(axes[0, 1], weak)
     _save(plt, fig, output)
+
+
+def _draw_weak(ax: Any, weak: dict[str, tuple[list[int], list[float]]]) -> None:
+    all_ranks = sorted({p for ranks, _ in weak.values() for p in ranks})
+    for i, (case, (ranks, efficiencies)) in enumerate(weak.items()):
+        ax.plot(ranks, efficiencies, marker="o", color=f"C{i + 4}", label=case)
+    ax.axhline(1.0, color="gray", linestyle="--", linewidth=0.9, label="ideal: constant time")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(all_ranks, [str(p) for p in all_ranks])
+    ax.set_ylim(0, 1.2)
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("efficiency: 1-rank time / time")
+    ax.set_title("weak scaling: fixed work per rank", fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.grid(True, which="both", linewidth=0.3)
 
 
 def _save(plt: Any, fig: Any, output: Path) -> None:

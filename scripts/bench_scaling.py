@@ -1,6 +1,7 @@
-"""Benchmark: strong scaling, each case's time at several rank counts on a 1-D mesh.
+"""Benchmark: strong and weak scaling, each case's time at several rank counts on a 1-D mesh.
 
-The same global problem at every rank count (strong scaling):
+The cases are in ``scaling_cases.py``. The same global problem at every rank
+count (strong scaling):
 
 * ``a @ b``, 2048 x 2048 float64, ``a`` ``Shard(0)``, ``b`` ``Replicate()``;
 * one heat-equation step (5-point stencil through ``dmesh.map_overlap``, depth
@@ -14,6 +15,16 @@ powers of two up to ``os.cpu_count()``, and that count; 1 is always run), with
 ``mpi_env.rank_env(k)`` (one BLAS thread per rank, MPICH yielding when
 oversubscribed). Each run writes ``build/bench/scaling-runs/n{k}.json``; they
 are merged into ``build/bench/scaling.json`` and printed as a table.
+
+Weak scaling keeps the work per rank fixed (``scaling_cases.WEAK``: a
+``(512 p, 1024) @ (1024, 1024)`` product, a ``(1024 p, 1024)`` heat step, a
+``(32 p, 64, 64)`` FFT, a sum of ``5 p 10^6`` elements); its efficiency is the
+1-rank time over the time at ``p`` (1.0: ideal, the time stays constant).
+
+``--model`` then fits the latency-bandwidth model of ``dmesh.scaling`` to
+collectives measured at the largest rank count run (``scaling_model.py``) and
+prints each strong case's predicted time at 16, 256 and 4,096 ranks beside the
+measured ones.
 
 Timing as in ``bench_timing``: the median of batches, each the slowest rank's
 time. The baseline is one-process NumPy on the full array, measured in the
@@ -32,7 +43,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling_cases import STRONG, WEAK, Case
+
 from mpi_env import rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +101,36 @@ def merge(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         str(p): [run.get("loadavg_before"), run.get("loadavg_after")]
         for p, run in sorted(by_ranks.items())
     }
-    return {"ranks": sorted(by_ranks), "cpu_count": os.cpu_count(), "loadavg": load, "rows": rows}
+    doc = {"ranks": sorted(by_ranks), "cpu_count": os.cpu_count(), "loadavg": load, "rows": rows}
+    return {**doc, "weak_rows": merge_weak(by_ranks)}
+
+
+def merge_weak(by_ranks: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Weak-scaling rows: time at p ranks, the 1-rank time, efficiency = 1-rank time / time.
+
+    The work per rank is fixed, so ideal weak scaling keeps the time constant
+    (efficiency 1.0); ``numpy_s`` is one-process NumPy on the 1-rank problem.
+    """
+    base = {row["case"]: row for row in by_ranks[1].get("weak_rows", [])}
+    rows = []
+    for p in sorted(by_ranks):
+        for row in by_ranks[p].get("weak_rows", []):
+            one = base.get(row["case"])
+            if one is None:
+                continue
+            time_s, time_1 = float(row["dmesh_s"]), float(one["dmesh_s"])
+            rows.append({
+                "case": row["case"],
+                "ranks": p,
+                "time_s": time_s,
+                "time_1_s": time_1,
+                "numpy_s": float(one["numpy_s"]),
+                "efficiency": time_1 / time_s,
+                "max_relative_error": row.get("max_relative_error"),
+            })  # fmt: skip
+    order = list(base)
+    rows.sort(key=lambda r: (order.index(r["case"]), r["ranks"]))
+    return rows
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -105,6 +146,19 @@ def table(doc: dict[str, Any]) -> str:
             f"{r['case']:<30} {r['ranks']:>5} {_fmt(r['time_s']):>10} {_fmt(r['numpy_s']):>10} "
             f"{r['speedup']:>9.2f} {r['efficiency']:>10.2f}"
         )
+    if doc.get("weak_rows"):
+        lines += ["", "weak scaling (fixed work per rank):",
+                  f"{'case':<32} {'ranks':>5} {'time':>10} {'time 1p':>10} {'numpy 1p':>10}"
+                  f" {'efficiency':>10}"]  # fmt: skip
+        previous = None
+        for r in doc["weak_rows"]:
+            if previous is not None and r["case"] != previous:
+                lines.append("")
+            previous = r["case"]
+            lines.append(
+                f"{r['case']:<32} {r['ranks']:>5} {_fmt(r['time_s']):>10} "
+                f"{_fmt(r['time_1_s']):>10} {_fmt(r['numpy_s']):>10} {r['efficiency']:>10.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -119,58 +173,41 @@ def _fmt(seconds: float) -> str:
 # -- one run at p ranks (under mpiexec) --------------------------------------------
 
 
-def heat_step(padded: np.ndarray, alpha: float = 0.1) -> np.ndarray:
-    """Explicit 5-point heat step on the interior of a block padded by one cell."""
-    out = np.empty_like(padded)  # the padding is trimmed; only the interior is written
-    c = padded[1:-1, 1:-1]
-    lap = padded[:-2, 1:-1] + padded[2:, 1:-1] + padded[1:-1, :-2] + padded[1:-1, 2:] - 4 * c
-    out[1:-1, 1:-1] = c + alpha * lap
-    return out
+def _time_case(comm: Any, mesh: Any, case: Case, placement: dict[str, Any]) -> dict[str, Any]:
+    """One case's row at this rank count: dmesh's time, NumPy's at 1 rank, the error.
 
+    Collective: every rank builds the inputs and times the same calls.
+    """
+    from bench_timing import alternating
+    from mpi4py import MPI
 
-@dataclass(frozen=True)
-class Case:
-    """One strong-scaling case: the same global problem at every rank count."""
-
-    name: str
-    make: Callable[[], list[np.ndarray]]  # the full inputs, the same on every rank
-    placements: list[str]  # per input: "S(0)" or "R"
-    compute: Callable[..., Any]  # NumPy code: runs on DArrays and, as baseline, on ndarrays
-    calls: int  # per timed batch
-    repeats: int  # batches
-
-
-def _stencil(u: Any) -> Any:
-    if isinstance(u, np.ndarray):
-        return heat_step(np.pad(u, 1))[1:-1, 1:-1]
     import dmesh
 
-    return dmesh.map_overlap(heat_step, u, 1, boundary=0.0)
-
-
-def _normal(seed: int, *shape: int) -> list[np.ndarray]:
-    return [np.random.default_rng(seed).standard_normal(shape)]
-
-
-def _complex(seed: int, *shape: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(shape) + 1j * rng.standard_normal(shape)]
-
-
-CASES = [
-    Case("matmul 2048^2 S(0) @ R", lambda: _normal(0, 2048, 2048) * 2, ["S(0)", "R"],
-         lambda a, b: a @ b, 1, 9),
-    Case("heat step 4096^2 map_overlap", lambda: _normal(2, 4096, 4096), ["S(0)"],
-         _stencil, 1, 11),
-    Case("fftn 128^3 c128", lambda: _complex(1, 128, 128, 128), ["S(0)"], np.fft.fftn, 1, 15),
-    Case("sum 2e7 f64", lambda: [np.random.default_rng(3).random(2 * 10**7)], ["S(0)"],
-         lambda a: float(np.sum(a)), 10, 15),
-]  # fmt: skip
+    p = comm.Get_size()
+    fulls = case.make(p)
+    ours = [dmesh.distribute(x, mesh, [placement[k]]) for x, k in zip(fulls, case.placements)]
+    # The check, outside the timings: each rank compares its block with NumPy's.
+    got, expected = case.compute(*ours), case.compute(*fulls)
+    if isinstance(got, float):
+        error = abs(got - expected) / abs(expected)
+    else:
+        block = expected[got.spec.layout.slices(mesh.coordinate)]
+        error = float(np.max(np.abs(got.local - block), initial=0.0))
+        error /= float(np.max(np.abs(expected)))
+    error = float(comm.allreduce(error, op=MPI.MAX))
+    del got, expected
+    fns: list[Callable[[], Any]] = [partial(case.compute, *ours)]
+    if p == 1:
+        fns.append(partial(case.compute, *fulls))
+    times = alternating(comm, fns, case.calls, case.repeats)
+    row: dict[str, Any] = {"case": case.name, "dmesh_s": times[0], "max_relative_error": error}
+    if p == 1:
+        row["numpy_s"] = times[1]
+    return row
 
 
 def run_ranks(out: Path) -> int:
     """Time every case at this job's rank count; rank 0 writes ``out`` (collective)."""
-    from bench_timing import alternating
     from mpi4py import MPI
 
     import dmesh
@@ -181,37 +218,22 @@ def run_ranks(out: Path) -> int:
     p, rank = comm.Get_size(), comm.Get_rank()
     mesh = dmesh.init_mesh(comm=comm)
     placement = {"S(0)": Shard(0), "R": Replicate()}
-    rows = []
+    rows: dict[str, list[dict[str, Any]]] = {"rows": [], "weak_rows": []}
     ok = True
-    for case in CASES:
-        fulls = case.make()
-        ours = [dmesh.distribute(x, mesh, [placement[k]]) for x, k in zip(fulls, case.placements)]
-        # The check, outside the timings: each rank compares its block with NumPy's.
-        got, expected = case.compute(*ours), case.compute(*fulls)
-        if isinstance(got, float):
-            error = abs(got - expected) / abs(expected)
-        else:
-            block = expected[got.spec.layout.slices(mesh.coordinate)]
-            error = float(np.max(np.abs(got.local - block), initial=0.0))
-            error /= float(np.max(np.abs(expected)))
-        error = float(comm.allreduce(error, op=MPI.MAX))
-        ok &= error < 1e-10
-        del got, expected
-        fns: list[Callable[[], Any]] = [partial(case.compute, *ours)]
-        if p == 1:
-            fns.append(partial(case.compute, *fulls))
-        times = alternating(comm, fns, case.calls, case.repeats)
-        row: dict[str, Any] = {"case": case.name, "dmesh_s": times[0], "max_relative_error": error}
-        if p == 1:
-            row["numpy_s"] = times[1]
-        rows.append(row)
-        if rank == 0:
-            print(f"  {p} rank(s): {case.name:<30} {_fmt(times[0]):>10}", flush=True)
-        del ours, fulls, fns
+    for key, cases in (("rows", STRONG), ("weak_rows", WEAK)):
+        for case in cases:
+            row = _time_case(comm, mesh, case, placement)
+            ok &= row["max_relative_error"] < 1e-10
+            rows[key].append(row)
+            if rank == 0:
+                kind = "strong" if key == "rows" else "weak"
+                print(
+                    f"  {p} rank(s), {kind}: {case.name:<32} {_fmt(row['dmesh_s']):>10}", flush=True
+                )
     if rank == 0:
         out.parent.mkdir(parents=True, exist_ok=True)
         doc = {"ranks": p, "loadavg_before": load, "loadavg_after": os.getloadavg()[0]}
-        out.write_text(json.dumps({**doc, "rows": rows}, indent=1))
+        out.write_text(json.dumps({**doc, **rows}, indent=1))
     mesh.close()
     comm.Free()
     return 0 if ok else 1
@@ -231,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="merged JSON")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per rank count")
+    parser.add_argument(
+        "--model",
+        action="store_true",
+        help="fit the latency-bandwidth model and predict 16, 256 and 4096 ranks",
+    )
     parser.add_argument("--run-ranks", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.run_ranks is not None:  # inside one mpiexec job
@@ -268,7 +295,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(doc))
     load = ", ".join(f"{p} ranks {_load(b)} -> {_load(a)}" for p, (b, a) in doc["loadavg"].items())
     print(f"1-minute load average before -> after each run ({os.cpu_count()} cores): {load}")
+    if args.model:
+        failed |= not model_report(doc, max(2, *ranks), mpiexec, args)
+        args.out.write_text(json.dumps(doc, indent=1))
     return int(failed)
+
+
+def model_report(doc: dict[str, Any], p: int, mpiexec: str, args: argparse.Namespace) -> bool:
+    """Measure the collectives at ``p`` ranks, fit the model, print and store predictions."""
+    import scaling_model
+
+    measured = args.out.parent / "scaling-collectives.json"
+    measured.unlink(missing_ok=True)
+    cmd = [mpiexec, "-n", str(p), sys.executable, str(Path(scaling_model.__file__)), str(measured)]
+    print(f"$ mpiexec -n {p} python scripts/scaling_model.py  (collectives for the model)")
+    try:
+        code = subprocess.run(cmd, env=rank_env(p), cwd=ROOT, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        code = 1
+    if code != 0 or not measured.exists():
+        print(f"bench_scaling: measuring the collectives at {p} ranks failed (exit {code})")
+        return False
+    doc["model"] = scaling_model.report(doc, json.loads(measured.read_text()))
+    return True
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ slowest rank's: the sum of its calls' times (collectives synchronise).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from dmesh.scaling.traffic import Call, Traffic
 
@@ -42,23 +42,32 @@ class Network:
     """A latency-bandwidth model of a machine's MPI: seconds per message and per byte.
 
     ``latency_s`` is ``alpha``, the time of an empty message; ``bytes_per_s``
-    is ``1 / beta``, bytes per second once a message streams.
+    is ``1 / beta``, bytes per second once a message streams. ``by_collective``
+    maps a collective's name (``"all_gather"``) to its own ``(latency_s,
+    bytes_per_s)``, for a machine where collectives stream at different rates
+    (a reduction's arithmetic and an all-gather's larger result are per-byte
+    costs too); the others use the two defaults.
     """
 
     latency_s: float
     bytes_per_s: float
+    by_collective: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not (self.latency_s >= 0 and self.bytes_per_s > 0):
-            raise ValueError(
-                f"Network: latency_s must be >= 0 and bytes_per_s > 0, got "
-                f"latency_s={self.latency_s!r}, bytes_per_s={self.bytes_per_s!r}"
-            )
+        for name, (alpha, rate) in {"": (self.latency_s, self.bytes_per_s),
+                                    **self.by_collective}.items():  # fmt: skip
+            if not (alpha >= 0 and rate > 0):
+                raise ValueError(
+                    f"Network{' ' + name if name else ''}: latency_s must be >= 0 and "
+                    f"bytes_per_s > 0, got latency_s={alpha!r}, bytes_per_s={rate!r}"
+                )
 
     def call_time(self, call: Call) -> float:
         """Seconds one collective call takes under this model."""
-        alpha, terms = messages_and_bytes(call)
-        return alpha * self.latency_s + terms / self.bytes_per_s
+        messages, nbytes = messages_and_bytes(call)
+        name = call.collective.removesuffix("_coalesced")
+        alpha, rate = self.by_collective.get(name, (self.latency_s, self.bytes_per_s))
+        return messages * alpha + nbytes / rate
 
     def traffic_time(self, traffic: Traffic) -> float:
         """Seconds one rank spends in its calls, one after the other."""
@@ -107,12 +116,29 @@ def _cheaper(*options: tuple[float, float]) -> tuple[float, float]:
     return min(options, key=lambda o: o[0] * _ALPHA_IN_BYTES + o[1])
 
 
-def fit(samples: Iterable[tuple[Call, float]]) -> Network:
+def fit(samples: Iterable[tuple[Call, float]], *, by_collective: bool = False) -> Network:
     """The network whose model best fits measured ``(call, seconds)`` pairs (least squares).
 
     Each sample gives one equation ``messages * alpha + bytes * beta = seconds``;
-    ``alpha`` and ``beta`` are fitted without an intercept and kept positive.
+    ``alpha`` and ``beta`` are fitted without an intercept, on relative error,
+    and kept positive. ``by_collective``: also fit each collective measured at
+    two sizes or more on its own samples (``Network.by_collective``).
     """
+    pairs = list(samples)
+    network = _fit_one(pairs)
+    if not by_collective:
+        return network
+    names = {call.collective.removesuffix("_coalesced") for call, _ in pairs}
+    own = {}
+    for name in sorted(names):
+        mine = [(c, t) for c, t in pairs if c.collective.removesuffix("_coalesced") == name]
+        if len({c.sent_bytes for c, _ in mine}) >= 2:
+            one = _fit_one(mine)
+            own[name] = (one.latency_s, one.bytes_per_s)
+    return Network(network.latency_s, network.bytes_per_s, own)
+
+
+def _fit_one(samples: list[tuple[Call, float]]) -> Network:
     rows = [(*messages_and_bytes(call), seconds) for call, seconds in samples]
     if len(rows) < 2:
         raise ValueError(f"fit: need at least two measured calls, got {len(rows)}")

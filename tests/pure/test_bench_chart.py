@@ -71,6 +71,24 @@ def test_merge_speedup_and_efficiency() -> None:
     assert ok, repr(got)
 
 
+WEAK_RUNS = [
+    {"ranks": 1, "rows": [], "weak_rows": [{"case": "heat", "dmesh_s": 1.0, "numpy_s": 0.5}]},
+    {"ranks": 2, "rows": [], "weak_rows": [{"case": "heat", "dmesh_s": 1.25}]},
+    {"ranks": 4, "rows": [], "weak_rows": [{"case": "heat", "dmesh_s": 2.0}]},
+]
+
+
+def test_merge_weak_efficiency_is_the_one_rank_time_over_the_time() -> None:
+    doc = bench_scaling.merge(WEAK_RUNS)
+    got = [(r["case"], r["ranks"], r["time_1_s"], r["efficiency"]) for r in doc["weak_rows"]]
+    want = [("heat", 1, 1.0, 1.0), ("heat", 2, 1.0, 0.8), ("heat", 4, 1.0, 0.5)]
+    ok = got == want and all(r["numpy_s"] == 0.5 for r in doc["weak_rows"])
+    ok = ok and bench_chart.weak_series(doc) == {"heat": ([1, 2, 4], [1.0, 0.8, 0.5])}
+    lines = bench_scaling.table(doc).splitlines()
+    ok = ok and any(line.startswith("heat") and line.split()[-1] == "0.50" for line in lines)
+    assert ok, repr(got) + "\n" + "\n".join(lines)
+
+
 def test_merge_needs_the_one_rank_baseline() -> None:
     with pytest.raises(ValueError, match="include 1 in --ranks"):
         bench_scaling.merge(RUNS[:1])
