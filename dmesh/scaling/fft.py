@@ -1,0 +1,303 @@
+"""Traffic of ``np.fft`` on DArrays: slab and pencil transposes, the four-step 1-D FFT (pure).
+
+An axis is transformed where every block holds it whole. A sharded axis
+that must be transformed first gives its sharding to another axis (the
+nearest one, searching up for forward transforms and down for inverse ones,
+that needs no more transforms and is not sharded): ``S(i) -> S(j)``, one
+``all_to_all`` over each mesh dim that shards ``i``. On a 1-D mesh this is
+the slab decomposition (one transpose), on a 2-D mesh the pencil
+decomposition (one per mesh dim); the output stays in the transposed layout.
+The plan below is ``dmesh.ops.kernels.fft.plan_fft``'s, restated here on
+layouts (``dmesh.scaling`` does not import the op layer); the tests check it
+against the recorded calls. A move that nests shardings takes the general
+transfer (one ``all_to_all`` over the whole mesh).
+
+A 1-D array sharded along its axis takes the four-step algorithm
+(``ops/kernels/fft_1d.py``): three transposes of the ``(n1, n2)`` view.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
+from dmesh.core.placement import Placement, Shard
+from dmesh.core.plan import plan_redistribution, transfer_plan
+from dmesh.scaling.traffic import Call, Traffic, per_rank
+
+__all__ = ["fft_four_step", "fftn_layout", "fftn_transposes", "four_step_split"]
+
+Transform = tuple[int, int, str]  # (axis, n, numpy.fft function)
+KINDS = ("fft", "ifft", "rfft", "irfft")
+
+
+# -- the plan (as dmesh.ops.kernels.fft.plan_fft) ------------------------------------------
+def _blocks(layout: Layout, axis: int) -> int:
+    return math.prod(layout.mesh_shape[m] for m in sharding_mesh_dims(layout.placements, axis))
+
+
+def _transformed(layout: Layout, transforms: tuple[Transform, ...]) -> Layout:
+    shape, bounds = list(layout.shape), list(layout.bounds)
+    for axis, n, func in transforms:
+        shape[axis] = n // 2 + 1 if func == "rfft" else n
+        if bounds[axis] is not None:
+            bounds[axis] = (0, shape[axis])
+    return Layout(layout.mesh_shape, layout.placements, tuple(shape), tuple(bounds))
+
+
+def _moved(layout: Layout, axis: int, target: int) -> Layout:
+    placements = tuple(
+        Shard(target) if isinstance(p, Shard) and p.dim == axis else p for p in layout.placements
+    )
+    bounds = list(layout.bounds)
+    bounds[axis] = None
+    levels = tuple(layout.mesh_shape[m] for m in sharding_mesh_dims(placements, target))
+    bounds[target] = balanced_bounds(layout.shape[target], levels)
+    return Layout(layout.mesh_shape, placements, layout.shape, tuple(bounds))
+
+
+def _ready(layout: Layout, pending: list[Transform]) -> tuple[Transform, ...]:
+    if pending[0][2] == "rfft" and _blocks(layout, pending[0][0]) > 1:
+        return ()
+    ready: list[Transform] = []
+    for t in pending:
+        if _blocks(layout, t[0]) > 1:
+            continue
+        if t[2] == "irfft" and len(ready) != len(pending) - 1:
+            continue
+        ready.append(t)
+    return tuple(ready)
+
+
+def _next_move(layout: Layout, pending: list[Transform], forward: bool) -> tuple[int, int]:
+    ndim = len(layout.shape)
+    pending_axes = {t[0] for t in pending}
+    if pending[0][2] == "rfft" or (pending[-1][2] == "irfft" and len(pending) == 1):
+        movers = [pending[0][0]]
+    else:
+        movers = [t[0] for t in pending if t[2] != "irfft" and _blocks(layout, t[0]) > 1]
+    best: tuple[int, int, int, int] | None = None
+    for axis in movers:
+        for distance in range(1, ndim):
+            target = (axis + distance if forward else axis - distance) % ndim
+            nested = bool(sharding_mesh_dims(layout.placements, target))
+            rank = 3 * (target in pending_axes) + nested + (_blocks(layout, target) > 1)
+            key = (rank, distance, axis, target)
+            if best is None or key < best:
+                best = key
+    if best is None:
+        raise ValueError(f"fft: axis {movers[0]} is sharded and no other axis can take it")
+    return best[2], best[3]
+
+
+def _plan(layout: Layout, transforms: tuple[Transform, ...], forward: bool) -> list[Any]:
+    """``("transform", funcs, layout)`` and ``("move", layout)`` steps, as dmesh runs them."""
+    steps: list[Any] = []
+    pending = list(transforms)
+    while pending:
+        ready = _ready(layout, pending)
+        if ready:
+            layout = _transformed(layout, ready)
+            steps.append(("transform", tuple(t[2] for t in ready), layout))
+            pending = [t for t in pending if t not in ready]
+        else:
+            layout = _moved(layout, *_next_move(layout, pending, forward))
+            steps.append(("move", layout))
+    return steps
+
+
+def _transforms(
+    kind: str, shape: Sequence[int], s: Sequence[int] | None, axes: Sequence[int] | None
+) -> tuple[Transform, ...]:
+    """The 1-D transforms of ``np.fft.<kind>n(a, s, axes)`` in NumPy's order."""
+    ndim = len(shape)
+    axes = list(range(ndim)) if axes is None else [ax % ndim for ax in axes]
+    if s is None:
+        lengths = [shape[ax] for ax in axes]
+        if kind == "irfft":
+            lengths[-1] = 2 * (shape[axes[-1]] - 1)
+    else:
+        lengths = list(s)
+    k = len(axes)
+    if kind == "rfft":
+        rest = [(axes[i], lengths[i], "fft") for i in reversed(range(k - 1))]
+        return ((axes[-1], lengths[-1], "rfft"), *rest)
+    if kind == "irfft":
+        rest = [(axes[i], lengths[i], "ifft") for i in range(k - 1)]
+        return (*rest, (axes[-1], lengths[-1], "irfft"))
+    return tuple((axes[i], lengths[i], kind) for i in reversed(range(k)))
+
+
+def _after(dtype: np.dtype, funcs: Sequence[str]) -> np.dtype:
+    probe = np.zeros(4, dtype)
+    for func in funcs:
+        probe = getattr(np.fft, func)(probe)
+    return np.dtype(probe.dtype)
+
+
+# -- what one move sends -------------------------------------------------------------------
+def _move_calls(src: Layout, dst: Layout, itemsize: int, coord: tuple[int, ...]) -> list[Call]:
+    """This rank's calls in ``with_layout`` from ``src`` to ``dst`` (one mesh)."""
+    calls = []
+    block = list(src.local_shape(coord))
+    ranks = tuple(range(math.prod(src.mesh_shape)))
+    me = int(np.ravel_multi_index(coord, src.mesh_shape)) if coord else 0
+    for step in plan_redistribution(src, dst, True):
+        kind = step[0]
+        if kind == "all_to_all":
+            _, m, i, j, split_sizes, concat_sizes = step
+            sent = math.prod(block) * itemsize
+            block[j], block[i] = split_sizes[coord[m]], sum(concat_sizes)
+            group = src.mesh_shape[m]
+            calls.append(Call("all_to_all", group, sent, math.prod(block) * itemsize))
+        elif kind == "transfer":
+            sends, receives = transfer_plan(step[1], step[2], ranks, ranks, me)
+            moved = [
+                sum(math.prod(s.stop - s.start for s in index) for _, index in pieces)
+                for pieces in (sends, receives)
+            ]
+            calls.append(Call("all_to_all", len(ranks), moved[0] * itemsize, moved[1] * itemsize))
+            block = list(step[2].local_shape(coord))
+        elif kind in ("crop", "slice"):
+            block = list(step[-1].local_shape(coord))
+        else:  # pragma: no cover - a layout move of an FFT takes no other step
+            raise ValueError(f"fft: unexpected redistribution step {kind!r}")
+    return calls
+
+
+# -- n-D: slab and pencil ------------------------------------------------------------------
+def fftn_layout(
+    mesh_shape: Sequence[int],
+    shape: Sequence[int],
+    placements: Sequence[Placement],
+    kind: str = "fft",
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> tuple[Placement, ...]:
+    """The placements ``np.fft.<kind>n`` leaves its result in (the last transpose's).
+
+    ``(S(0),)`` of a 3-D array gives ``(S(1),)`` for ``fftn``/``rfftn`` and
+    ``(S(2),)`` for ``ifftn``; ``(S(0), S(1))`` gives ``(S(1), S(2))`` for
+    ``fftn`` and ``(S(2), S(0))`` for ``ifftn``.
+    """
+    layout = Layout.balanced(tuple(mesh_shape), tuple(placements), tuple(shape))
+    steps = _plan(layout, _transforms(kind, shape, s, axes), kind in ("fft", "rfft"))
+    return steps[-1][-1].placements if steps else layout.placements
+
+
+def fftn_transposes(
+    mesh_shape: Sequence[int],
+    shape: Sequence[int],
+    dtype: Any,
+    placements: Sequence[Placement],
+    kind: str = "fft",
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> list[Traffic]:
+    """Every rank's calls in ``np.fft.<kind>n(a, s, axes)`` (``fftn``, ``ifftn``, ``rfftn``,
+    ``irfftn``; ``fft2`` and friends are ``axes=(-2, -1)``, ``fft`` along one axis ``axes=(ax,)``).
+
+    ``a`` has ``shape``, ``dtype`` and balanced ``placements`` (Shard/Replicate).
+    Each sharded transformed axis moves once per mesh dim sharding it: an
+    ``all_to_all`` over that mesh dim of the rank's block (in the dtype of that
+    moment: complex after a first transform). Slab (1-D mesh of ``p``,
+    ``(S(0),)``, ``n`` complex elements of ``s`` bytes): one ``all_to_all``,
+    ``n s / p`` bytes in and out per rank, time ``(p-1) alpha + (p-1)/p^2 n s
+    beta``. Pencil (``(p0, p1)``, ``(S(0), S(1))`` of a 3-D array): two, over
+    ``p1`` then ``p0`` (``fftn``), each ``n s / (p0 p1)`` bytes, time
+    ``(p0 + p1 - 2) alpha + ((p0-1)/p0 + (p1-1)/p1) n s / (p0 p1) beta``. An
+    ``irfftn``/``rfftn`` whose real axis is sharded makes one more transpose.
+    No transpose moves the result back (``ifftn(fftn(a))`` walks back).
+    A 1-D array sharded along its axis is :func:`fft_four_step`'s.
+    """
+    mesh_shape = tuple(mesh_shape)
+    layout = Layout.balanced(mesh_shape, tuple(placements), tuple(shape))
+    if len(shape) == 1 and _blocks(layout, 0) > 1:
+        n = None if s is None else s[0]
+        return fft_four_step(mesh_shape, shape[0], dtype, placements, kind, n)
+    steps = _plan(layout, _transforms(kind, shape, s, axes), kind in ("fft", "rfft"))
+
+    def calls_at(coord: tuple[int, ...]) -> list[Call]:
+        calls, current, item = [], layout, np.dtype(dtype)
+        for step in steps:
+            if step[0] == "transform":
+                item = _after(item, step[1])
+            else:
+                calls += _move_calls(current, step[1], item.itemsize, coord)
+            current = step[-1]
+        return calls
+
+    return per_rank(mesh_shape, calls_at)
+
+
+# -- 1-D: the four-step algorithm ----------------------------------------------------------
+def four_step_split(n: int, blocks: int) -> tuple[int, int] | None:
+    """``(n1, n2)``, ``n1 * n2 == n``, both at least ``blocks``, ``n1`` the largest <= sqrt(n)."""
+    best = None
+    for n1 in range(1, math.isqrt(n) + 1):
+        if n % n1 == 0 and n1 >= blocks and n // n1 >= blocks:
+            best = (n1, n // n1)
+    return best
+
+
+def _with_shard(start: Layout, dim: int, shape: tuple[int, ...]) -> Layout:
+    levels = tuple(start.mesh_shape[m] for m in sharding_mesh_dims(start.placements, 0))
+    placements = tuple(Shard(dim) if isinstance(p, Shard) else p for p in start.placements)
+    bounds: list[Any] = [None] * len(shape)
+    bounds[dim] = balanced_bounds(shape[dim], levels)
+    return Layout(start.mesh_shape, placements, shape, tuple(bounds))
+
+
+def fft_four_step(
+    mesh_shape: Sequence[int],
+    length: int,
+    dtype: Any,
+    placements: Sequence[Placement],
+    kind: str = "fft",
+    n: int | None = None,
+) -> list[Traffic]:
+    """Every rank's calls in ``np.fft.<kind>(a, n)`` of a 1-D ``a`` sharded along its axis.
+
+    ``kind`` is ``fft``, ``ifft`` or ``rfft`` (``n >= length``: no cut);
+    ``n = n1 n2`` with ``n1, n2 >= k`` blocks (:func:`four_step_split`). The
+    signal moves into blocks of whole rows when their cut differs from its
+    own (one transfer, input dtype), then three ``all_to_all`` transposes of
+    the ``(n1, n2)`` view over the sharding mesh dim: complex, ``n s / k``
+    bytes in and out per rank each. Even blocks: time
+    ``3 ((k-1) alpha + (k-1)/k^2 n s beta)``. ``rfft`` is ``fft``'s traffic
+    (its result is a local cut). ``irfft`` (one distributed take first) and
+    Bluestein's lengths (no such split) are not modelled: ``ValueError``.
+    """
+    mesh_shape = tuple(mesh_shape)
+    n = length if n is None else n
+    start = Layout.balanced(mesh_shape, tuple(placements), (length,))
+    split = four_step_split(n, _blocks(start, 0))
+    if kind not in ("fft", "ifft", "rfft") or split is None or n < length:
+        raise ValueError(f"fft_four_step: {kind} of {length} points, n={n}: not modelled")
+    n1, n2 = split
+    rows = _with_shard(start, 0, (n1, n2))
+    flat = tuple(min(n2 * b, length) for b in rows.bounds[0])  # type: ignore[union-attr]
+    whole_rows = Layout(mesh_shape, start.placements, (length,), (flat,))
+    inverse = kind == "ifft"
+    func = "ifft" if inverse else "fft"
+    cplx = _after(np.dtype(dtype), ["fft"]).itemsize
+    first = _plan(rows, ((0, n1, func),), not inverse)
+    middle = first[-1][-1]
+    second = _plan(middle, ((1, n2, func),), not inverse)
+    moves = [(rows, first), (middle, second)]
+
+    def calls_at(coord: tuple[int, ...]) -> list[Call]:
+        calls = _move_calls(start, whole_rows, np.dtype(dtype).itemsize, coord)
+        for current, steps in moves:
+            for step in steps:
+                if step[0] == "move":
+                    calls += _move_calls(current, step[1], cplx, coord)
+                current = step[-1]
+        calls += _move_calls(current, _with_shard(start, 1, (n1, n2)), cplx, coord)
+        return calls
+
+    return per_rank(mesh_shape, calls_at)
