@@ -232,7 +232,7 @@ def save_checkpoint_traffic(
 ) -> list[Traffic]:
     """``dmesh.save_checkpoint(directory, arrays)``'s recorded calls, all arrays on one mesh.
 
-    Over the mesh's ``p`` ranks, for ``k`` arrays, ``2k + 8`` calls: the
+    Over the mesh's ``p`` ranks, for ``k`` arrays, ``2k + 10`` calls: the
     vote on the arguments, their digests' ``all_gather`` (48 bytes in,
     ``48 p`` out), the vote on the temporary directory, the token's broadcast
     (24 bytes from rank 0, recorded received 8); per array a vote, then
