@@ -24,7 +24,7 @@ from traffic_checks import check_traffic, recorded
 import dmesh
 from dmesh import Replicate, Shard
 from dmesh.core.placement import Placement
-from dmesh.scaling.fft import fft_four_step, fftn_layout, fftn_transposes
+from dmesh.scaling.fft import fft_four_step, fftn_layout, fftn_transposes, fftshift
 from helpers import Verdict
 
 # 8 splits evenly at 1, 2, 4 ranks; 5, 6, 3 unevenly, and 3 or 2 leave empty blocks at 4.
@@ -45,8 +45,9 @@ CALLS: list[tuple[str, str, Any, Any, Callable[[Any], Any]]] = [
 def layouts(ndim: int, mesh_ndim: int) -> list[tuple[Placement, ...]]:
     if mesh_ndim == 1:
         return [(Shard(d),) for d in range(ndim)] + [(Replicate(),)]
-    return [(Shard(0), Shard(1)), (Shard(1), Shard(ndim - 1)), (Shard(0), Replicate()),
-            (Replicate(), Shard(0)), (Shard(0), Shard(0))]  # fmt: skip
+    every = [(Shard(0), Shard(1)), (Shard(1), Shard(ndim - 1)), (Shard(0), Replicate()),
+             (Replicate(), Shard(0)), (Shard(0), Shard(0))]  # fmt: skip
+    return [p for p in every if all(not isinstance(q, Shard) or q.dim < ndim for q in p)]
 
 
 def data_of(shape: tuple[int, ...], dtype: type) -> np.ndarray:
@@ -88,7 +89,7 @@ def test_fft_four_step(traffic_mesh: dmesh.DeviceMesh) -> None:
         for length, n, dtype in [(16, None, np.complex128), (12, None, np.float64),
                                  (9, 20, np.float32), (36, None, np.int32)]:  # fmt: skip
             full = data_of((length,), dtype)
-            for placements, kind in itertools.product(one_d, ("fft", "ifft", "rfft")):
+            for placements, kind in itertools.product(one_d, ("fft", "ifft", "rfft", "irfft")):
                 if kind == "rfft" and full.dtype.kind == "c":
                     continue  # NumPy's rfft takes real input only
                 label = f"{kind} of {full.dtype}[{length}] n={n} {placements}"
@@ -105,6 +106,25 @@ def test_fft_four_step(traffic_mesh: dmesh.DeviceMesh) -> None:
                 v.equal(out.local, want[out.spec.layout.slices(m.coordinate)], rtol=1e-5, atol=1e-4)
                 checked += 1
     assert checked, "no four-step case was checked"
+
+
+def test_fftshift(traffic_mesh: dmesh.DeviceMesh) -> None:
+    m = traffic_mesh
+    with Verdict(m.comm()) as v:
+        for shape, dtype in [((8, 5), np.complex128), ((5, 3, 2), np.int32), ((3,), np.float64)]:
+            full = data_of(shape, dtype)
+            s = full.dtype.itemsize
+            for placements, axes, inverse in itertools.product(
+                layouts(len(shape), m.ndim), (None, (0,), (-1, 0)), (False, True)
+            ):
+                label = f"fftshift inverse={inverse} {full.dtype}{list(shape)} {placements} {axes}"
+                predicted = fftshift(m.shape, shape, s, placements, axes, inverse)
+                call = np.fft.ifftshift if inverse else np.fft.fftshift
+                a = dmesh.distribute(full, m, list(placements))
+                out, got = recorded(functools.partial(call, a, axes))
+                check_traffic(m, predicted, got, label)
+                want = call(full, axes)
+                v.equal(out.local, want[out.spec.layout.slices(m.coordinate)])
 
 
 @pytest.mark.pure

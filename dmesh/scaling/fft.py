@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
-from dmesh.core.placement import Placement, Shard
+from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.plan import plan_redistribution, transfer_plan
 from dmesh.scaling.traffic import Call, Traffic, per_rank
 
-__all__ = ["fft_four_step", "fftn_layout", "fftn_transposes", "four_step_split"]
+__all__ = ["fft_four_step", "fftn_layout", "fftn_transposes", "fftshift", "four_step_split"]
 
 Transform = tuple[int, int, str]  # (axis, n, numpy.fft function)
 KINDS = ("fft", "ifft", "rfft", "irfft")
@@ -262,42 +262,144 @@ def fft_four_step(
 ) -> list[Traffic]:
     """Every rank's calls in ``np.fft.<kind>(a, n)`` of a 1-D ``a`` sharded along its axis.
 
-    ``kind`` is ``fft``, ``ifft`` or ``rfft`` (``n >= length``: no cut);
-    ``n = n1 n2`` with ``n1, n2 >= k`` blocks (:func:`four_step_split`). The
-    signal moves into blocks of whole rows when their cut differs from its
+    ``kind`` is ``fft``, ``ifft``, ``rfft`` or ``irfft``, with ``n >= length``
+    (no cut); ``n = n1 n2`` with ``n1, n2 >= k`` blocks (:func:`four_step_split`).
+    The signal moves into blocks of whole rows when their cut differs from its
     own (one transfer, input dtype), then three ``all_to_all`` transposes of
-    the ``(n1, n2)`` view over the sharding mesh dim: complex, ``n s / k``
+    the ``(n1, n2)`` view over the ``k`` sharding ranks: complex, ``n s / k``
     bytes in and out per rank each. Even blocks: time
     ``3 ((k-1) alpha + (k-1)/k^2 n s beta)``. ``rfft`` is ``fft``'s traffic
-    (its result is a local cut). ``irfft`` (one distributed take first) and
-    Bluestein's lengths (no such split) are not modelled: ``ValueError``.
+    (its result is a local cut); ``irfft`` first builds the full spectrum of
+    ``n`` points with a distributed take (as :func:`fftshift`'s). Lengths with
+    no such split (Bluestein's convolution) are not modelled: ``ValueError``.
     """
     mesh_shape = tuple(mesh_shape)
-    n = length if n is None else n
+    if n is None:
+        n = 2 * (length - 1) if kind == "irfft" else length
     start = Layout.balanced(mesh_shape, tuple(placements), (length,))
     split = four_step_split(n, _blocks(start, 0))
-    if kind not in ("fft", "ifft", "rfft") or split is None or n < length:
+    if kind not in KINDS or split is None or n < length:
         raise ValueError(f"fft_four_step: {kind} of {length} points, n={n}: not modelled")
+    item = np.dtype(dtype).itemsize
+    cplx = _after(np.dtype(dtype), ["ifft" if kind == "irfft" else "fft"]).itemsize
+
+    def calls_at(coord: tuple[int, ...]) -> list[Call]:
+        if kind != "irfft":
+            return _four_step_calls(start, length, n, split, item, cplx, kind == "ifft", coord)
+        spectrum = _with_shard(start, 0, (n,))
+        calls = _hermitian(start, length, n, coord, item)
+        return calls + _four_step_calls(spectrum, n, n, split, cplx, cplx, True, coord)
+
+    return per_rank(mesh_shape, calls_at)
+
+
+def _four_step_calls(start: Layout, length: int, n: int, split: tuple[int, int], item: int,
+                     cplx: int, inverse: bool, coord: tuple[int, ...]) -> list[Call]:  # fmt: skip
+    """The four-step FFT of ``n`` points of the ``length`` ones laid out as ``start``."""
     n1, n2 = split
     rows = _with_shard(start, 0, (n1, n2))
     flat = tuple(min(n2 * b, length) for b in rows.bounds[0])  # type: ignore[union-attr]
-    whole_rows = Layout(mesh_shape, start.placements, (length,), (flat,))
-    inverse = kind == "ifft"
+    calls = _move_calls(start, Layout(start.mesh_shape, start.placements, (length,), (flat,)),
+                        item, coord)  # fmt: skip
     func = "ifft" if inverse else "fft"
-    cplx = _after(np.dtype(dtype), ["fft"]).itemsize
-    first = _plan(rows, ((0, n1, func),), not inverse)
-    middle = first[-1][-1]
-    second = _plan(middle, ((1, n2, func),), not inverse)
-    moves = [(rows, first), (middle, second)]
+    current = rows
+    for axis, size in ((0, n1), (1, n2)):
+        for step in _plan(current, ((axis, size, func),), not inverse):
+            if step[0] == "move":
+                calls += _move_calls(current, step[1], cplx, coord)
+            current = step[-1]
+    return calls + _move_calls(current, _with_shard(start, 1, (n1, n2)), cplx, coord)
+
+
+# -- distributed takes: fftshift, and irfft's Hermitian spectrum ---------------------------
+def _take_calls(
+    layout: Layout, axis: int, index: Layout, sources: Any, row_bytes: int, coord: tuple[int, ...]
+) -> list[Call]:
+    """This rank's calls in ``np.take(a, idx, axis)`` (``a`` in ``layout``, ``idx`` a DArray in
+    ``index``, 1-D, sharded like ``axis``; ``sources(lo, hi)`` its values at ``[lo, hi)``)."""
+    group = sharding_mesh_dims(layout.placements, axis)
+    g = math.prod(layout.mesh_shape[m] for m in group)
+    cuts = np.asarray(layout.bounds[axis], np.int64)
+    bounds = index.bounds[0]
+    assert bounds is not None
+
+    def asked(b: int) -> np.ndarray:  # points block b asks of each block: owners' counts
+        owners = np.searchsorted(cuts, sources(bounds[b], bounds[b + 1]), side="right") - 1
+        return np.bincount(owners, minlength=g)
+
+    me = index.block_number(coord, 0)
+    sent = asked(me)
+    received = sum(int(asked(b)[me]) for b in range(g))
+    points = int(sent.sum())
+    return [
+        Call("all_reduce", math.prod(layout.mesh_shape), 16, 16),  # the bound check
+        Call("all_to_all", g, 8 * g, 8 * g),  # request counts
+        Call("all_to_all", g, 8 * points, 8 * received),  # int64 offsets
+        Call("all_to_all", g, received * row_bytes, points * row_bytes),  # the elements
+    ]
+
+
+def fftshift(
+    mesh_shape: Sequence[int],
+    shape: Sequence[int],
+    itemsize: int,
+    placements: Sequence[Placement],
+    axes: Sequence[int] | None = None,
+    inverse: bool = False,
+) -> list[Traffic]:
+    """Every rank's calls in ``np.fft.fftshift(a, axes)`` (``ifftshift``: ``inverse=True``).
+
+    A roll by ``n // 2`` of each axis: local where the blocks hold the axis
+    whole, else a distributed ``np.take`` of the rolled indices: a 16-byte
+    ``all_reduce`` over the mesh (the bound check), then over the ``k`` ranks
+    sharding the axis an ``all_to_all`` of ``k`` int64 request counts, one of
+    8-byte offsets, one of the elements. Even blocks, ``(S(0),)`` over ``p``:
+    a rank asks half its ``n/p`` rows of each of two owners (``p`` even), so
+    ``8 n/p`` and ``n s / p`` bytes in and out, time
+    ``L alpha + 3 (p-1) alpha + (p-1)/p (8 p + 8 n/p + n s/p) beta``.
+    """
+    mesh_shape = tuple(mesh_shape)
+    layout = Layout.balanced(mesh_shape, tuple(placements), tuple(shape))
+    ndim = len(shape)
+    rolls = []
+    for ax in range(ndim) if axes is None else [a % ndim for a in axes]:
+        n = shape[ax]
+        shift = (-1 if inverse else 1) * (n // 2)
+        if n and shift % n and sharding_mesh_dims(layout.placements, ax):
+            rolls.append((ax, shift % n))
 
     def calls_at(coord: tuple[int, ...]) -> list[Call]:
-        calls = _move_calls(start, whole_rows, np.dtype(dtype).itemsize, coord)
-        for current, steps in moves:
-            for step in steps:
-                if step[0] == "move":
-                    calls += _move_calls(current, step[1], cplx, coord)
-                current = step[-1]
-        calls += _move_calls(current, _with_shard(start, 1, (n1, n2)), cplx, coord)
+        calls = []
+        block = layout.local_shape(coord)
+        for ax, shift in rolls:
+            row = math.prod(b for d, b in enumerate(block) if d != ax) * itemsize
+            index = Layout(mesh_shape, _index_placements(layout, ax), (shape[ax],),
+                           (layout.bounds[ax],))  # fmt: skip
+            roll = _rolled(shift, shape[ax])
+            calls += _take_calls(layout, ax, index, roll, row, coord)
         return calls
 
     return per_rank(mesh_shape, calls_at)
+
+
+def _index_placements(layout: Layout, axis: int) -> tuple[Placement, ...]:
+    dims = sharding_mesh_dims(layout.placements, axis)
+    return tuple(Shard(0) if m in dims else Replicate() for m in range(len(layout.mesh_shape)))
+
+
+def _rolled(shift: int, n: int) -> Any:
+    return lambda lo, hi: (np.arange(lo, hi) - shift) % n
+
+
+def _hermitian(start: Layout, length: int, n: int, coord: tuple[int, ...], itemsize: int
+               ) -> list[Call]:  # fmt: skip
+    """``irfft``'s take of the full spectrum of ``n`` points from the ``length`` given."""
+    index = _with_shard(start, 0, (n,))
+    if length == 0:
+        return []
+
+    def sources(lo: int, hi: int) -> Any:
+        k = np.arange(lo, hi)
+        return np.minimum(np.where(k <= n // 2, k, n - k), length - 1)
+
+    return _take_calls(start, 0, index, sources, itemsize, coord)
