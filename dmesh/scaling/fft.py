@@ -353,10 +353,10 @@ def fftshift(
     whole, else a distributed ``np.take`` of the rolled indices: a 16-byte
     ``all_reduce`` over the mesh (the bound check), then over the ``k`` ranks
     sharding the axis an ``all_to_all`` of ``k`` int64 request counts, one of
-    8-byte offsets, one of the elements. Even blocks, ``(S(0),)`` over ``p``:
-    a rank asks half its ``n/p`` rows of each of two owners (``p`` even), so
-    ``8 n/p`` and ``n s / p`` bytes in and out, time
-    ``L alpha + 3 (p-1) alpha + (p-1)/p (8 p + 8 n/p + n s/p) beta``.
+    8-byte offsets (one per index along the axis), one of the elements. Even
+    blocks, ``(S(ax),)`` over ``p``: ``8 n_ax/p`` bytes of offsets and ``n s/p``
+    of elements in and out per rank, time
+    ``L alpha + 3 (p-1) alpha + (p-1)/p (8 p + 8 n_ax/p + n s/p) beta``.
     """
     mesh_shape = tuple(mesh_shape)
     layout = Layout.balanced(mesh_shape, tuple(placements), tuple(shape))
