@@ -13,23 +13,24 @@ transition        collective (group)  sent        received       time
 ``S(i) -> R``     ``all_gather`` (k)  ``B``       ``k B``        ``L a + (k-1) B b``
 ``R -> S(i)``     none (a slice)      0           0              0
 ``S(i) -> S(j)``  ``all_to_all`` (k)  ``B``       ``B``          ``(k-1)(a + B/k b)``
-``P -> R``        ``all_reduce`` (k)  ``B``       ``B``          ``2 L a + 2 (k-1)/k B b``
+``P -> R``        ``all_reduce`` (k)  ``B``       ``B``          ``2 L a + 2(k-1)/k B b``
 ``P -> S(i)``     ``reduce_scatter``  ``B``       ``B/k``        ``L a + (k-1)/k B b``
 ``R -> P``        none                0           0              0
-``P(a) -> P(b)``  ``all_reduce`` (k)  ``B``       ``B``          as ``P -> R``
+``P(x) -> P(y)``  ``all_reduce`` (k)  ``B``       ``B``          as ``P -> R``
 ================  ==================  ==========  =============  ====================
 
 (``a``, ``b``: the network's latency and inverse bandwidth; ``L = ceil(log2 k)``;
-the ``all_reduce`` time is Rabenseifner's, for long vectors.) A mesh dim of
-size 1 changes placement without a call. Several mesh dims change one step
-each, slices first and gathers last, so each step's ``B`` is the block as the
-steps before left it. Everything else is one *transfer*: an ``all_to_all``
-over the whole mesh (``p`` ranks) in which a rank's input is the pieces of its
-block that target blocks need from it (each target element comes from one
-holder: the receiver itself if it holds it, else holder ``receiver % holders``)
-and its result is its whole target block, the piece it keeps counted on both
-sides. Between balanced layouts on one mesh a rank receives ``N/P_dst``; a
-transfer to a replicated target receives ``N`` on every rank.
+the ``all_reduce`` time is Rabenseifner's, for long vectors; short ones take
+``L (a + B b)``.) A mesh dim of size 1 changes placement without a call.
+Several mesh dims change one step each, slices first and gathers last, so each
+step's ``B`` is the block as the steps before left it. Everything else is one
+*transfer*: an ``all_to_all`` over the whole mesh (``p`` ranks) in which a
+rank's input is the pieces of its block that target blocks need from it (each
+target element comes from one holder: the receiver itself if it holds it, else
+holder ``receiver % holders``) and its result is its whole target block, the
+piece it keeps counted on both sides. Between balanced layouts on one mesh a
+rank receives ``N/P_dst``; a transfer to a replicated target receives ``N`` on
+every rank.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def redistribute(
     Even blocks, one mesh dim of ``k`` ranks, ``B`` the block's bytes before
     the step: ``S(i)->R`` one ``all_gather`` (``B`` in, ``k B`` out);
     ``S(i)->S(j)`` one ``all_to_all`` (``B`` in and out); ``P->R`` and
-    ``P(a)->P(b)`` one ``all_reduce`` (``B`` in and out); ``P->S(i)`` one
+    ``P(x)->P(y)`` one ``all_reduce`` (``B`` in and out); ``P->S(i)`` one
     ``reduce_scatter`` (``B`` in, ``B/k`` out); ``R->S(i)``, ``R->P`` and
     size-1 mesh dims nothing. On a ``(p0, p1)`` mesh: ``(S0, S1)->(R, R)`` is
     an ``all_gather`` over ``p0`` (``N/p`` in, ``N/p1`` out) and one over
@@ -164,13 +165,15 @@ def transfer(
     part of its source block that it is the chosen holder of: the receiver
     itself when it holds the element, else holder number ``receiver %
     holders`` of the block (partial terms stay at their coordinate). The
-    piece a rank keeps counts on both sides. Balanced 1-D blocks ``n_r`` ->
-    ``m_r`` of one dim: rank ``r`` receives ``m_r s`` and sends ``s |[a_r,
-    a_r + n_r) meets each [c_q, c_q + m_q)|`` summed over ``q``; a sharded
-    source to a replicated target: every rank receives ``N`` and sends its
-    block to all ``p`` ranks, ``p N/p = N`` (nested ``(S0, S0)->R``); a
-    replicated source to anything: ``N/P_dst`` in and out, each rank serving
-    itself. ``dst_ranks``: the source mesh rank at each target coordinate.
+    piece a rank keeps counts on both sides. One holder per block: uneven
+    blocks ``n_r`` -> balanced ``m_r`` (``rebalance``): rank ``r`` sends its
+    whole block, ``n_r s``, and receives ``m_r s``; a sharded source to a
+    replicated target (nested ``(S0, S0)->R``): every rank sends its block to
+    all ``p`` ranks and receives ``N``, so ``N`` each way. ``(S0, R)->(R, S0)``
+    on ``(p0, p1)``: rank ``(c0, c1)`` sends ``p0 len(I_c0 & J_c1)`` rows (its
+    rows ``I_c0`` that the target rows ``J_c1`` need), ``N/p1`` on average, and
+    receives ``N/p1``. A replicated source to anything: ``N/P_dst`` in and out,
+    each rank serving itself. ``dst_ranks``: the source mesh rank at each target coordinate.
     """
     p = math.prod(src.mesh_shape)
     ranks = tuple(range(p)) if dst_ranks is None else tuple(int(r) for r in dst_ranks)
