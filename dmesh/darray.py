@@ -234,7 +234,8 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
             return DArray(self._local, spec)
         steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
         if tracing.hooked:  # a debug tool watches: tell it what moves and the estimate
-            cost = estimate_cost(self._spec.layout, target, self.dtype.itemsize)
+            item = self.dtype.itemsize
+            cost = estimate_cost(self._spec.layout, target, item, mesh is self.mesh)
             tracing.emit("redistribute", Redistribution(self._spec, spec, steps, cost))
         local = run_steps(self._local, steps, self.mesh, mesh)
         return DArray(local, spec)
@@ -247,13 +248,15 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
             route = _scalar_route(spec)
         if route is _LOCAL:  # one element, one term: the block is the value
             return self._local
-        if route is not None and route is not _GATHER and not tracing.hooked:
+        if route is not None and route is not _GATHER:
             # One element (``a.sum().full_array()``): one reduction of the
             # partial terms, not a planned redistribution (a one-element
             # block is contiguous whatever its strides).
             local = self._local
             if type(local) is np.ndarray and not spec.mesh.closed:
                 comm, plan = route
+                if tracing.hooked:  # watched: the same reduction, as a recorded collective
+                    return coll.all_reduce(local, plan.op, comm)
                 out = np.empty(local.shape, local.dtype)  # (empty_like: 0.4 us; this 0.15)
                 comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
                 return canonical_nan(out) if plan.canonical else out

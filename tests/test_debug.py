@@ -122,6 +122,38 @@ def test_modes_nest_and_cost_nothing_outside(comm, mesh) -> None:
     outer.__exit__(None, None, None)
 
 
+def test_watching_changes_nothing_communicated(comm) -> None:
+    """A one-element partial's value is one reduction over every partial mesh dim, watched
+    or not (it used to take the planned one-dim-at-a-time route under CommMode), same bits."""
+    shape = (2, comm.Get_size() // 2) if comm.Get_size() % 2 == 0 else (comm.Get_size(), 1)
+    with dmesh.init_mesh(shape, comm=comm) as mesh2:
+        full = np.array([1.5, np.nan, -0.0, 3.0, 7.0, -2.5, 5.0])
+        a = dmesh.distribute(full, mesh2, [Shard(0), Shard(0)])
+        got = []
+        for reduce in (np.sum, np.max, np.prod):
+            unwatched = reduce(a).full_array()
+            with debug.CommMode() as mode:
+                watched = reduce(a).full_array()
+            sizes = [r.group_size for r in mode.records]
+            want = [comm.Get_size()] if comm.Get_size() > 1 else []
+            got.append((unwatched.tobytes() == watched.tobytes(), sizes == want, sizes))
+    assert_all(comm, all(same and one for same, one, _ in got), repr(got))
+
+
+def test_watched_move_to_a_mesh_of_another_shape(comm, mesh) -> None:
+    """Moving to a mesh of another shape works watched (the estimate for the report used to
+    plan it as a move on one mesh and raise IndexError), with the unwatched result."""
+    full = np.arange(21.0).reshape(7, 3)
+    a = dmesh.distribute(full, mesh, [Shard(0)])
+    with dmesh.init_mesh((1, comm.Get_size()), comm=comm) as other:
+        unwatched = a.redistribute(other, [Replicate(), Shard(0)]).to_local()
+        with debug.CommMode() as mode, debug.checking():
+            watched = a.redistribute(other, [Replicate(), Shard(0)]).to_local()
+        block = full[np.array_split(np.arange(7), comm.Get_size())[comm.Get_rank()]]
+    ok = np.array_equal(unwatched, watched) and np.array_equal(watched, block)
+    assert_all(comm, ok and len(mode.records) <= 1, repr(mode.counts()))
+
+
 def test_summary_and_json(comm, mesh) -> None:
     """summary() is a table with a total line; to_json() round-trips the records."""
     a = dmesh.distribute(np.arange(10.0), mesh, [Shard(0)])

@@ -101,7 +101,7 @@ def plan_redistribution(src: Layout, dst: Layout, same_mesh: bool) -> tuple[Step
     return tuple(steps)
 
 
-def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
+def estimate_cost(src: Layout, dst: Layout, itemsize: int, same_mesh: bool = True) -> float:
     """What moving one array from ``src`` to ``dst`` costs, in bytes per rank (pure).
 
     Each communicating step counts the bytes it moves per rank plus
@@ -111,10 +111,12 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
     dispatcher then picks the same strategies whatever the mesh dims' sizes.
     A collective step counts the rank's block as it is at that step (a
     slice before a gather shrinks what is gathered), taken as even; a
-    transfer counts what the busiest rank receives, exactly. Propagation
+    transfer counts what the busiest rank receives, exactly; to another mesh
+    (``same_mesh=False``: ``dst`` may have another mesh shape, and a
+    coordinate may be another rank), its largest target block. Propagation
     compares strategies with it and ``dmesh.debug.explain`` reports it.
     """
-    if src == dst:
+    if src == dst and same_mesh:
         return 0.0
     total = itemsize * math.prod(src.shape)
     shards = _shards(src)
@@ -123,10 +125,13 @@ def estimate_cost(src: Layout, dst: Layout, itemsize: int) -> float:
         for k, p, q in zip(src.mesh_shape, src.placements, dst.placements)
         if k == 1 and p != q
     )
-    for step in plan_redistribution(src, dst, True):
+    for step in plan_redistribution(src, dst, same_mesh):
         kind = step[0]
         if kind in ("crop", "transfer"):
-            if kind == "transfer":  # exactly what the busiest rank receives
+            if kind == "transfer" and not same_mesh:
+                largest = max(_volume(step[2].block(c)) for c in _coords(step[2]))
+                cost += LATENCY_BYTES + itemsize * largest
+            elif kind == "transfer":  # exactly what the busiest rank receives
                 cost += LATENCY_BYTES + itemsize * _most_received(step[1], step[2])
             else:
                 cost += LOCAL_STEP
