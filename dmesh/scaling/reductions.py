@@ -26,10 +26,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
 
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard
-from dmesh.core.plan import estimate_cost, plan_redistribution, transfer_plan
+from dmesh.core.plan import estimate_cost
+from dmesh.scaling.redistribution import layout_traffic
 from dmesh.scaling.traffic import Call, Traffic, per_rank
 
 __all__ = [
@@ -46,48 +50,15 @@ Move = tuple[Layout, Layout, int]  # a redistribution: from, to, item size
 def moved(src: Layout, dst: Layout, itemsize: int, coord: tuple[int, ...]) -> list[Call]:
     """The calls of one redistribution from ``src`` to ``dst`` at mesh coordinate ``coord``.
 
-    Step by step as ``dmesh.core.plan.plan_redistribution`` plans it: an
-    ``all_reduce`` keeps the block, a ``reduce_scatter`` keeps this rank's
-    block of the target, an ``all_gather`` returns the whole dim, an
-    ``all_to_all`` swaps a split dim for a whole one, and a transfer is one
-    ``all_to_all`` over the whole mesh of exactly the rectangles that move
-    (the piece a rank keeps counted on both sides). Local steps are free.
+    :func:`dmesh.scaling.redistribution.layout_traffic`'s entry for the rank
+    at ``coord``, computed once per move for all ranks.
     """
-    calls: list[Call] = []
-    local = list(src.local_shape(coord))
-    sizes_of = src.mesh_shape
-    me = int(sum(c * math.prod(sizes_of[m + 1 :]) for m, c in enumerate(coord)))
-    for step in plan_redistribution(src, dst, True):
-        kind = step[0]
-        before = math.prod(local) * itemsize
-        if kind == "all_reduce":
-            calls.append(Call("all_reduce", sizes_of[step[1]], before, before))
-            continue
-        if kind == "reduce_scatter":
-            _, m, _, d, sizes = step
-            local[d] = sizes[coord[m]]
-        elif kind == "all_gather":
-            _, m, d, sizes = step
-            local[d] = sum(sizes)
-        elif kind == "all_to_all":
-            _, m, i, j, split_sizes, concat_sizes = step
-            local[i], local[j] = sum(concat_sizes), split_sizes[coord[m]]
-        elif kind in ("slice", "crop"):
-            local = list(step[-1].local_shape(coord))
-            continue
-        elif kind == "transfer":
-            ranks = tuple(range(math.prod(sizes_of)))
-            sends, _ = transfer_plan(step[1], step[2], ranks, ranks, me)
-            sent = sum(math.prod(s.stop - s.start for s in index) for _, index in sends)
-            local = list(step[2].local_shape(coord))
-            received = math.prod(local) * itemsize
-            calls.append(Call("all_to_all", len(ranks), sent * itemsize, received))
-            continue
-        else:  # make_partial: local
-            continue
-        group = sizes_of[m]
-        calls.append(Call(kind, group, before, math.prod(local) * itemsize))
-    return calls
+    return list(_every_rank(src, dst, itemsize)[int(np.ravel_multi_index(coord, src.mesh_shape))])
+
+
+@lru_cache(maxsize=256)
+def _every_rank(src: Layout, dst: Layout, itemsize: int) -> list[Traffic]:
+    return layout_traffic(src, dst, itemsize)
 
 
 def reduced_layout(src: Layout, axes: Sequence[int], keepdims: bool, op: str = "sum") -> Layout:
