@@ -84,9 +84,13 @@ def broadcast_bytes(comm: MPI.Comm, data: bytes, root: int = 0) -> bytes:
     debug tools.
     """
     length = np.array([len(data)], np.int64)
-    if tracing.hooked:  # two messages (length, bytes): recorded as one broadcast
-        tracing.direct("broadcast", comm, (8 + len(data)) * (comm.Get_rank() == root), 8)
+    # Two messages (length, bytes), checked before the first and recorded as one
+    # broadcast once every rank knows the length.
+    call = tracing.direct("broadcast", comm, record=False) if tracing.hooked else None
     comm.Bcast(length, root)
+    if call is not None:
+        is_root = comm.Get_rank() == root
+        tracing.record_direct(call, (8 + int(length[0])) * is_root, 8 + int(length[0]))
     buf: np.ndarray = np.frombuffer(data, np.uint8).copy()
     if comm.Get_rank() != root:
         buf = np.empty(int(length[0]), np.uint8)

@@ -75,6 +75,7 @@ __all__ = [
     "observe_list",
     "on_hook_change",
     "op_scope",
+    "record_direct",
     "remove_recorder",
     "set_checking",
     "wait_all",
@@ -261,23 +262,38 @@ def observe_list(name: str, fn: Any, arguments: dict[str, Any]) -> list[Any]:
     return result
 
 
-def direct(name: str, comm: MPI.Comm, sent: int = 0, received: int = 0) -> None:
+def direct(
+    name: str, comm: MPI.Comm, sent: int = 0, received: int = 0, *, record: bool = True
+) -> Call | None:
     """Check and record a collective that dmesh makes through mpi4py itself.
 
     Called just before the MPI call, when ``hooked`` (checkpoint and
     ``.npy`` agreement messages, MPI-IO reads and writes). The hang watchdog
-    does not see these calls.
+    does not see these calls. ``record=False`` checks only and returns the
+    call, for :func:`record_direct` once the bytes are known (a broadcast's
+    receivers learn its length from its first message).
     """
     if depth:
-        return
+        return None
+    call = _direct_call(name, comm)
+    if _checking > 0:
+        check_agreement(call)
+    if _recorders and record:
+        _record(call, sent, received)
+    return call
+
+
+def record_direct(call: Call | None, sent: int, received: int) -> None:
+    """Record a call :func:`direct` checked with ``record=False`` (nothing if it returned None)."""
+    if call is not None and _recorders:
+        _record(call, sent, received)
+
+
+def _direct_call(name: str, comm: MPI.Comm) -> Call:
     site, caller, library = find_caller()
     group, mesh_dim = group_name(comm)
     fingerprint = repr((name, None, None, comm.Get_size(), caller))
-    call = Call(name, comm, group, mesh_dim, None, None, fingerprint, site, library, False)
-    if _checking > 0:
-        check_agreement(call)
-    if _recorders:
-        _record(call, sent, received)
+    return Call(name, comm, group, mesh_dim, None, None, fingerprint, site, library, False)
 
 
 def _record(call: Call, sent: int, received: int) -> None:

@@ -180,8 +180,8 @@ def load_traffic(
 
     Over the whole mesh of ``p`` ranks, in order: the vote on rank 0's header
     check (``all_gather``, 1 byte in, ``p`` out), the header's broadcast
-    (sent ``8 + J`` on rank 0, ``J`` about 60 bytes of JSON; recorded
-    received 8), and ``file_read_at_all`` of the rank's block (result
+    (sent ``8 + J`` on rank 0, ``J`` about 60 bytes of JSON; ``8 + J``
+    received on every rank), and ``file_read_at_all`` of the rank's block (result
     ``n s / p_S`` bytes for even blocks; a replicated or ``Partial`` dim reads
     the whole extent). ``dtype`` is the file's (its byte order included) and
     ``fortran_order`` its header's flag (``np.save`` of a Fortran array).
@@ -201,7 +201,7 @@ def load_traffic(
         block = _block_elements(mesh_shape, placements, shape, coord) * file_dtype.itemsize
         return [
             Call("all_gather", size, 1, size),
-            Call("broadcast", size, (8 + text) * root, 8),
+            Call("broadcast", size, (8 + text) * root, 8 + text),
             Call("file_read_at_all", size, 0, block),
         ]
 
@@ -255,7 +255,7 @@ def save_checkpoint_traffic(
             vote,
             Call("all_gather", size, _ARGUMENTS * _DIGEST, size * _ARGUMENTS * _DIGEST),
             vote,
-            Call("broadcast", size, (8 + _TOKEN) * (rank == 0), 8),
+            Call("broadcast", size, (8 + _TOKEN) * (rank == 0), 8 + _TOKEN),
         ]
         for write in writes:
             out += [vote, *write[rank]]
@@ -310,7 +310,7 @@ def load_checkpoint_traffic(
         rank = _rank(mesh_shape, coord)
         out = [
             Call("all_gather", size, 1, size),
-            Call("broadcast", size, (8 + manifest_bytes) * (rank == 0), 8),
+            Call("broadcast", size, (8 + manifest_bytes) * (rank == 0), 8 + manifest_bytes),
             *_checksum_calls(size, rank, len(arrays), chunks),
         ]
         for read in reads:
