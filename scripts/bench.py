@@ -45,8 +45,8 @@ def main() -> int:
         print(f"$ mpiexec -n {ranks} python scripts/{script}", flush=True)
         failed |= subprocess.run(cmd, env=rank_env(ranks), cwd=ROOT).returncode != 0
     # Strong scaling: several rank counts, so it starts its mpiexec jobs itself.
-    print("$ python scripts/bench_scaling.py", flush=True)
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_scaling.py")]
+    print("$ python scripts/bench_scaling.py --model", flush=True)
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench_scaling.py"), "--model"]
     failed |= subprocess.run(cmd, cwd=ROOT).returncode != 0
     draw(ROOT / "build" / "bench", ROOT / "build" / "bench" / "bench.png")
     return int(failed)

@@ -133,6 +133,77 @@ def speedup_limit(t1_s: float, comm_s: float) -> float:
     return math.inf if comm_s == 0 else t1_s / comm_s
 
 
+def case_traffic(case: str, p: int) -> tuple[list[Traffic], float]:
+    """A strong-scaling case's traffic on a 1-D mesh of ``p`` ranks (its ``dmesh.scaling``
+    formula) and the largest block's share of the work."""
+    from dmesh import Replicate, Shard
+    from dmesh.scaling import contractions, fft, halo, reductions
+
+    mesh, row = (p,), [Shard(0)]
+    if case.startswith("matmul 2048^2"):
+        traffic = contractions.matmul(mesh, (2048, 2048), (2048, 2048), 8, row, [Replicate()])
+        return traffic, largest_share(2048, p)
+    if case.startswith("heat step 4096^2"):
+        return halo.map_overlap(mesh, (4096, 4096), 8, row, 1), largest_share(4096, p)
+    if case.startswith("fftn 128^3"):
+        traffic = fft.fftn_transposes(mesh, (128, 128, 128), np.complex128, row)
+        return traffic, largest_share(128, p)
+    if case.startswith("sum 2e7"):
+        return reductions.reduction(mesh, (2 * 10**7,), 8, row, then="item"), largest_share(
+            2 * 10**7, p
+        )
+    raise KeyError(f"scaling_model: no traffic formula for the case {case!r}")
+
+
+def report(doc: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """Fit the network to ``measured``, print the fit and the predictions; return them."""
+    network = fitted(measured)
+    ratios = []
+    for s in measured["samples"]:
+        call = Call(s["collective"], s["group_size"], s["sent_bytes"], s["received_bytes"])
+        ratios.append(network.call_time(call) / s["seconds"])
+    low, high = min(ratios), max(ratios)
+    print(f"model fitted at {measured['ranks']} ranks to {len(ratios)} collective calls "
+          f"(8 B - 16 MiB): model / measured from {low:.2f} to {high:.2f}")  # fmt: skip
+    for name, (alpha, rate) in sorted(network.by_collective.items()):
+        print(f"  {name:<15} alpha = {alpha * 1e6:6.2f} us, bandwidth = {rate / 1e9:6.2f} GB/s")
+    measured_s = {(r["case"], r["ranks"]): r["time_s"] for r in doc["rows"]}
+    at = sorted({1, 2} | set(PREDICT_AT))
+    head = f"{'case':<30} {'1 rank':>10} {'2 ranks':>10} |" + "".join(f" {p:>10}" for p in at)
+    lines = ["measured | predicted at p ranks (the communication's share)", head]
+    predictions = []
+    for case in dict.fromkeys(r["case"] for r in doc["rows"]):
+        t1 = measured_s.get((case, 1))
+        if t1 is None:
+            continue
+        cells = []
+        for p in at:
+            traffic, share = case_traffic(case, p)
+            total, comm_s = predict(t1, share, traffic, network)
+            predictions.append({"case": case, "ranks": p, "time_s": total, "comm_s": comm_s})
+            cells.append(f" {_short(total):>10}")
+        two = measured_s.get((case, 2))
+        lines.append(f"{case:<30} {_short(t1):>10} {_short(two) if two else '-':>10} |"
+                     + "".join(cells))  # fmt: skip
+        shares = [r["comm_s"] / r["time_s"] for r in predictions[-len(at) :]]
+        lines.append(
+            f"{'':<30} {'':>10} {'':>10} |" + "".join(f" {f'({x:.0%})':>10}" for x in shares)
+        )
+    print("\n".join(lines))
+    return {
+        "network": {"latency_s": network.latency_s, "bytes_per_s": network.bytes_per_s,
+                    "by_collective": dict(network.by_collective)},
+        "fit_ratio_range": [min(ratios), max(ratios)],
+        "predictions": predictions,
+    }  # fmt: skip
+
+
+def _short(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 if __name__ == "__main__":
     import sys
 
