@@ -14,8 +14,9 @@ the sample sort of ``dmesh/ops/kernels/sort.py``, whose calls are, in order:
    ``m_r s`` out, where ``m_r`` is how many elements land on block ``r``
    (data-dependent: :func:`sample_sort_counts` follows dmesh's splitters);
 4. ``all_gather`` of the new block lengths ``m_r`` (8 bytes, ``8 k``);
-5. the rebalance of the blocks ``m_r`` to balanced ones: an ``all_to_all``
-   of ``m_r s`` bytes in and ``n/k s`` out when any ``m_r`` is off balance.
+5. the rebalance of the blocks ``m_r`` to balanced ones when any ``m_r`` is
+   off balance: a transfer, one ``all_to_all`` over the whole mesh, of
+   ``m_r s`` bytes in and ``n/k s`` out.
 
 ``argsort`` (and ``unique`` with ``return_index`` or ``return_inverse``)
 carries the 8-byte global indices through steps 3 and 5 as well.
@@ -164,10 +165,12 @@ def sort(
     sharding mesh dim. 1-D sharded over ``k`` ranks: the sample sort (see the
     module), where ``received[r]`` is how many elements land on block ``r``
     (``sample_sort_counts(values, k).sum(axis=0)``). Even blocks of ``n/k``
-    elements of ``s`` bytes, when the rebalance moves: calls
-    ``3 all_gather + 2 all_to_all``, bytes sent ``16 + (k-1) s + (n/k + m_r) s``,
-    time ``3 L alpha + 2 (k-1) alpha + ((k-1)(16 + k(k-1) s) + (k-1)/k (2 n/k) s) beta``
-    for uniform data (``m_r = n/k``; ``L = ceil(log2 k)``). Worst case (one
+    elements of ``s`` bytes on a 1-D mesh (``k = p``), when the rebalance
+    moves: calls ``3 all_gather + 2 all_to_all``, bytes sent
+    ``16 + (k-1) s + (n/k + m_r) s``; uniform data (``m_r ~ n/k``) take
+    ``3 L alpha + 2 (k-1) alpha + (16 (k-1) + (k-1)^2 s + 2 (k-1)/k^2 n s) beta``
+    (``L = ceil(log2 k)``; on a 2-D mesh the rebalance runs over all ``p``
+    ranks). Worst case (all values equal, one
     block receives all): its all_to_all receives ``n s``, its rebalance sends it.
     """
     return _sort_traffic(mesh_shape, shape, itemsize, placements, axis, received, False)
