@@ -9,7 +9,7 @@ DOCS_STAMP    := $(VENV)/.docs-stamp
 PACKAGE_STAMP := $(VENV)/.package-stamp
 RANKS  ?= 1 2 3 4
 
-.PHONY: setup demo test lint format bench docs package clean
+.PHONY: setup demo test lint format bench docs package slurm-check clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+# scripts/slurm/cpu.sbatch and gpu.sbatch submitted with sbatch --wait to a
+# one-node Slurm started here (Debian's slurm-wlm and munge, installed with
+# apt-get if missing; needs root); the daemons are stopped at the end.
+slurm-check: $(STAMP)
+	$(PY) scripts/slurm_check.py
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
