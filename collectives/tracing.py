@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 from mpi4py import MPI
 
+from dmesh.collectives import _calls
 from dmesh.collectives import _watchdog as _watchdog_module
 from dmesh.collectives._calls import (
     Call,
@@ -264,7 +265,7 @@ def observe_list(name: str, fn: Any, arguments: dict[str, Any]) -> list[Any]:
 
 def direct(
     name: str, comm: MPI.Comm, sent: int = 0, received: int = 0, *, record: bool = True
-) -> Call | None:
+) -> _calls.Call | None:
     """Check and record a collective that dmesh makes through mpi4py itself.
 
     Called just before the MPI call, when ``hooked`` (checkpoint and
@@ -283,7 +284,7 @@ def direct(
     return call
 
 
-def record_direct(call: Call | None, sent: int, received: int) -> None:
+def record_direct(call: _calls.Call | None, sent: int, received: int) -> None:
     """Record a call :func:`direct` checked with ``record=False`` (nothing if it returned None)."""
     if call is not None and _recorders:
         _record(call, sent, received)

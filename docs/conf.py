@@ -67,6 +67,8 @@ nitpick_ignore_regex = [
     # or of debug-tool callbacks.
     (r"py:class", r"dmesh\.(communicators\.MeshFamily|collectives\.async_array\.Pending)"),
     (r"py:class", r"dmesh\.darray\.Redistribution"),
+    # What tracing.direct(record=False) hands back to tracing.record_direct.
+    (r"py:class", r"dmesh\.collectives\._calls\.Call"),
     (r"py:.*", r"dmesh\.ops\.compiler\.api\.R"),  # the compiled function's result type
     # The Array API namespace's result types (named tuples, finfo/iinfo objects):
     # the standard documents them; the namespace page lists the groups only.

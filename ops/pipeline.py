@@ -32,6 +32,7 @@ from dmesh.convert import distribute
 from dmesh.core.placement import Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops import registry
 from dmesh.ops.propagation import Decision, decide
 from dmesh.ops.registry import Call, Rule
 
@@ -48,7 +49,7 @@ class Step(NamedTuple):
     """What a call on operands of known specs does: its rule, call and decision (cached)."""
 
     rule: Rule
-    call: Call
+    call: registry.Call  # qualified: the docs hold dmesh.scaling.Call too
     decision: Decision
     run: Any = None  # the rule's run (None: the callable itself), read on every call
     # One DArray operand that stays in place and a rule's run: steps 2 and 3

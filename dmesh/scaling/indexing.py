@@ -9,16 +9,16 @@ goes to the block of the axis that holds it. Per rank, with ``q_r`` its
 points and ``a_r`` the points the others ask of it (``sum a_r = sum q_r``),
 ``w`` the bytes of one indexed row (the block's other dims times ``s``):
 
-=======================  ==================================  ===============  ===============
-call                     when                                sent             received
-=======================  ==================================  ===============  ===============
-index move               a DArray index not yet laid out so  its block        its new block
-``all_reduce`` (p)       a DArray index (bound check)        16               16
-``all_to_all`` (k)       a DArray index (request counts)     ``8 k``          ``8 k``
-``all_to_all`` (k)       the requests (int64 offsets)        ``8 q_r``        ``8 a_r``
-``all_to_all`` (k)       the answers (``a[idx]``)            ``w a_r``        ``w q_r``
-``all_to_all`` (k)       ``a[idx] = v``: offset + value rows ``(8 + w) q_r``  ``(8 + w) a_r``
-=======================  ==================================  ===============  ===============
+=======================  ===================================  ===============  ===============
+call                     when                                 sent             received
+=======================  ===================================  ===============  ===============
+index move               a DArray index not yet laid out so   its block        its new block
+``all_reduce`` (p)       a DArray index (bound check)         16               16
+``all_to_all`` (k)       a DArray index (request counts)      ``8 k``          ``8 k``
+``all_to_all`` (k)       the requests (int64 offsets)         ``8 q_r``        ``8 a_r``
+``all_to_all`` (k)       the answers (``a[idx]``)             ``w a_r``        ``w q_r``
+``all_to_all`` (k)       ``a[idx] = v``: offset + value rows  ``(8 + w) q_r``  ``(8 + w) a_r``
+=======================  ===================================  ===============  ===============
 
 An index the same on every rank (a list or ndarray) needs no bound check and
 no counts: every rank computes them. Uniform random indices, ``m`` of them

@@ -14,7 +14,7 @@ bytes come when the value is needed, and how depends on what needs it:
   per mesh dim (:func:`elementwise_targets`), so a result with a free dim is
   reduce-scattered onto it rather than all-reduced.
 
-Every function returns one :data:`~dmesh.scaling.traffic.Traffic` per rank
+Every function returns one ``Traffic`` per rank
 (row-major mesh coordinates), computed from the same layouts and
 redistribution plans dmesh uses (``dmesh.core``), so uneven and empty blocks
 are exact. ``itemsize`` is the bytes of the result's dtype (``np.sum`` of

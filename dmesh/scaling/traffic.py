@@ -1,6 +1,6 @@
 """What one rank communicates: its collective calls, in order (pure).
 
-A :class:`Call` holds what :class:`dmesh.debug.CommMode` records of one
+A :class:`dmesh.scaling.Call` holds what :class:`dmesh.debug.CommMode` records of one
 collective on one rank: the collective's name, the size of the group it ran
 over, and the bytes of this rank's input and result buffers (``all_to_all``
 counts the whole input, the piece a rank keeps included; ``permute`` counts
