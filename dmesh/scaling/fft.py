@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh.core.fft_plan import Transform, axis_blocks, plan_fft
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.plan import plan_redistribution, transfer_plan
@@ -31,83 +32,14 @@ from dmesh.scaling.traffic import Call, Traffic, per_rank
 
 __all__ = ["fft_four_step", "fftn_layout", "fftn_transposes", "fftshift", "four_step_split"]
 
-Transform = tuple[int, int, str]  # (axis, n, numpy.fft function)
 KINDS = ("fft", "ifft", "rfft", "irfft")
 
 
-# -- the plan (as dmesh.ops.kernels.fft.plan_fft) ------------------------------------------
-def _blocks(layout: Layout, axis: int) -> int:
-    return math.prod(layout.mesh_shape[m] for m in sharding_mesh_dims(layout.placements, axis))
-
-
-def _transformed(layout: Layout, transforms: tuple[Transform, ...]) -> Layout:
-    shape, bounds = list(layout.shape), list(layout.bounds)
-    for axis, n, func in transforms:
-        shape[axis] = n // 2 + 1 if func == "rfft" else n
-        if bounds[axis] is not None:
-            bounds[axis] = (0, shape[axis])
-    return Layout(layout.mesh_shape, layout.placements, tuple(shape), tuple(bounds))
-
-
-def _moved(layout: Layout, axis: int, target: int) -> Layout:
-    placements = tuple(
-        Shard(target) if isinstance(p, Shard) and p.dim == axis else p for p in layout.placements
-    )
-    bounds = list(layout.bounds)
-    bounds[axis] = None
-    levels = tuple(layout.mesh_shape[m] for m in sharding_mesh_dims(placements, target))
-    bounds[target] = balanced_bounds(layout.shape[target], levels)
-    return Layout(layout.mesh_shape, placements, layout.shape, tuple(bounds))
-
-
-def _ready(layout: Layout, pending: list[Transform]) -> tuple[Transform, ...]:
-    if pending[0][2] == "rfft" and _blocks(layout, pending[0][0]) > 1:
-        return ()
-    ready: list[Transform] = []
-    for t in pending:
-        if _blocks(layout, t[0]) > 1:
-            continue
-        if t[2] == "irfft" and len(ready) != len(pending) - 1:
-            continue
-        ready.append(t)
-    return tuple(ready)
-
-
-def _next_move(layout: Layout, pending: list[Transform], forward: bool) -> tuple[int, int]:
-    ndim = len(layout.shape)
-    pending_axes = {t[0] for t in pending}
-    if pending[0][2] == "rfft" or (pending[-1][2] == "irfft" and len(pending) == 1):
-        movers = [pending[0][0]]
-    else:
-        movers = [t[0] for t in pending if t[2] != "irfft" and _blocks(layout, t[0]) > 1]
-    best: tuple[int, int, int, int] | None = None
-    for axis in movers:
-        for distance in range(1, ndim):
-            target = (axis + distance if forward else axis - distance) % ndim
-            nested = bool(sharding_mesh_dims(layout.placements, target))
-            rank = 3 * (target in pending_axes) + nested + (_blocks(layout, target) > 1)
-            key = (rank, distance, axis, target)
-            if best is None or key < best:
-                best = key
-    if best is None:
-        raise ValueError(f"fft: axis {movers[0]} is sharded and no other axis can take it")
-    return best[2], best[3]
-
-
 def _plan(layout: Layout, transforms: tuple[Transform, ...], forward: bool) -> list[Any]:
-    """``("transform", funcs, layout)`` and ``("move", layout)`` steps, as dmesh runs them."""
-    steps: list[Any] = []
-    pending = list(transforms)
-    while pending:
-        ready = _ready(layout, pending)
-        if ready:
-            layout = _transformed(layout, ready)
-            steps.append(("transform", tuple(t[2] for t in ready), layout))
-            pending = [t for t in pending if t not in ready]
-        else:
-            layout = _moved(layout, *_next_move(layout, pending, forward))
-            steps.append(("move", layout))
-    return steps
+    """``("transform", funcs, layout)`` and ``("move", layout)`` steps: dmesh's own plan."""
+    steps, _ = plan_fft(layout, transforms, forward)
+    return [("transform", tuple(t[2] for t in step[1]), step[2]) if step[0] == "transform"
+            else step for step in steps]  # fmt: skip
 
 
 def _transforms(
@@ -216,7 +148,7 @@ def fftn_transposes(
     """
     mesh_shape = tuple(mesh_shape)
     layout = Layout.balanced(mesh_shape, tuple(placements), tuple(shape))
-    if len(shape) == 1 and _blocks(layout, 0) > 1:
+    if len(shape) == 1 and axis_blocks(layout, 0) > 1:
         n = None if s is None else s[0]
         return fft_four_step(mesh_shape, shape[0], dtype, placements, kind, n)
     steps = _plan(layout, _transforms(kind, shape, s, axes), kind in ("fft", "rfft"))
@@ -277,7 +209,7 @@ def fft_four_step(
     if n is None:
         n = 2 * (length - 1) if kind == "irfft" else length
     start = Layout.balanced(mesh_shape, tuple(placements), (length,))
-    split = four_step_split(n, _blocks(start, 0))
+    split = four_step_split(n, axis_blocks(start, 0))
     if kind not in KINDS or split is None or n < length:
         raise ValueError(f"fft_four_step: {kind} of {length} points, n={n}: not modelled")
     item = np.dtype(dtype).itemsize

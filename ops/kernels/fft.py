@@ -10,7 +10,7 @@ and the pencil decomposition on a 2-D mesh. No rank ever holds more than a
 block, and the output stays where the last transpose put it.
 
 The axis that takes the sharding (the plan is a pure function of the layout,
-cached: :func:`plan_fft`) is the nearest one that needs no more transforms
+cached: :func:`dmesh.core.fft_plan.plan_fft`) is the nearest one that needs no more transforms
 and is not sharded, searching up (``i + 1, i + 2, ...``, cyclically) for
 forward transforms and down for inverse ones. Outputs, all axes transformed:
 
@@ -54,7 +54,6 @@ axes, and ``out=``.
 
 from __future__ import annotations
 
-import math
 import warnings
 from functools import lru_cache
 from typing import Any
@@ -68,133 +67,16 @@ from dmesh.collectives.errors import (
     AxisArgumentError,
     UnsupportedError,
 )
-from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
-from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
+from dmesh.core.fft_plan import Transform, axis_blocks, plan_fft
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Placement, Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
 
 __all__ = ["plan_fft"]
 
-# One 1-D transform of the plan: (axis, n, numpy.fft function name).
-Transform = tuple[int, int, str]
-# ("transform", transforms, layout after) or ("move", layout after).
-Step = tuple[Any, ...]
-
 _NORMS = (None, "backward", "ortho", "forward")
-
-
-# -- planning (pure) ---------------------------------------------------------------
-def _blocks(layout: Layout, axis: int) -> int:
-    """How many blocks ``axis`` is cut into (1: every block holds it whole)."""
-    return math.prod(layout.mesh_shape[m] for m in sharding_mesh_dims(layout.placements, axis))
-
-
-def _transformed(layout: Layout, transforms: tuple[Transform, ...]) -> Layout:
-    """``layout`` after ``transforms`` on axes its blocks hold whole (lengths change)."""
-    shape, bounds = list(layout.shape), list(layout.bounds)
-    for axis, n, func in transforms:
-        shape[axis] = n // 2 + 1 if func == "rfft" else n
-        if bounds[axis] is not None:  # sharded over mesh dims of size 1 only
-            bounds[axis] = (0, shape[axis])
-    return Layout(layout.mesh_shape, layout.placements, tuple(shape), tuple(bounds))
-
-
-def _moved(layout: Layout, axis: int, target: int) -> Layout:
-    """``layout`` with the sharding of ``axis`` given to ``target`` (balanced there)."""
-    placements = tuple(
-        Shard(target) if isinstance(p, Shard) and p.dim == axis else p for p in layout.placements
-    )
-    bounds = list(layout.bounds)
-    bounds[axis] = None
-    levels = tuple(layout.mesh_shape[m] for m in sharding_mesh_dims(placements, target))
-    bounds[target] = balanced_bounds(layout.shape[target], levels)
-    return Layout(layout.mesh_shape, placements, layout.shape, tuple(bounds))
-
-
-def _ready(layout: Layout, pending: list[Transform]) -> tuple[Transform, ...]:
-    """The pending transforms that can run now, in order.
-
-    A c2c transform runs when its axis is whole in the blocks; ``rfft`` must
-    run first (it needs the real input) and ``irfft`` last (NumPy's order).
-    """
-    if pending[0][2] == "rfft" and _blocks(layout, pending[0][0]) > 1:
-        return ()
-    ready: list[Transform] = []
-    for t in pending:
-        if _blocks(layout, t[0]) > 1:
-            continue
-        if t[2] == "irfft" and len(ready) != len(pending) - 1:
-            continue
-        ready.append(t)
-    return tuple(ready)
-
-
-def _next_move(
-    layout: Layout, pending: list[Transform], forward: bool, name: str
-) -> tuple[int, int]:
-    """``(axis, target)``: which sharded axis gives its sharding to which axis.
-
-    Targets are ranked: an axis with no pending transform and no sharding,
-    then one with no pending transform that is sharded over mesh dims of size
-    1, then over larger ones (the shardings nest), then the same order among
-    pending axes; within a rank the nearest in the search direction (up for
-    forward transforms, down for inverse ones), cyclically.
-    """
-    ndim = len(layout.shape)
-    pending_axes = {t[0] for t in pending}
-    if pending[0][2] == "rfft" or (pending[-1][2] == "irfft" and len(pending) == 1):
-        movers = [pending[0][0]]
-    else:
-        movers = [t[0] for t in pending if t[2] != "irfft" and _blocks(layout, t[0]) > 1]
-    best: tuple[int, int, int, int] | None = None
-    for axis in movers:
-        for distance in range(1, ndim):
-            target = (axis + distance if forward else axis - distance) % ndim
-            # Any sharding of the target, even over mesh dims of size 1, nests
-            # the two and takes the general transfer instead of an all-to-all.
-            nested = bool(sharding_mesh_dims(layout.placements, target))
-            rank = 3 * (target in pending_axes) + nested + (_blocks(layout, target) > 1)
-            key = (rank, distance, axis, target)
-            if best is None or key < best:
-                best = key
-    if best is None:
-        axis = movers[0]
-        raise UnsupportedError(
-            f"np.fft.{name}: axis {axis} of the {ndim}-d DArray is sharded "
-            f"({shorts(layout.placements)} on mesh {layout.mesh_shape}) and no other axis can "
-            "take its sharding; the distributed FFT transposes the sharding onto another axis. "
-            "Replicate the array first (a.redistribute(mesh, [Replicate()] * mesh.ndim)) or "
-            "give it a second axis (a 1-D signal of n = n1 * n2 points as an (n1, n2) array)"
-        )
-    return best[2], best[3]
-
-
-@lru_cache(maxsize=1024)
-def plan_fft(
-    layout: Layout, transforms: tuple[Transform, ...], forward: bool, name: str = "fftn"
-) -> tuple[tuple[Step, ...], Layout]:
-    """The steps of a distributed FFT of an array in ``layout`` and its output layout.
-
-    ``transforms`` are 1-D transforms in NumPy's order; c2c ones commute, so
-    each ``"transform"`` step runs those whose axes the blocks hold whole, and
-    each ``"move"`` step gives one sharded axis's sharding to another axis
-    (module docstring). ``layout`` has no Partial placements. Raises
-    ``UnsupportedError`` when a sharded axis has nowhere to go.
-    """
-    steps: list[Step] = []
-    pending = list(transforms)
-    while pending:
-        ready = _ready(layout, pending)
-        if ready:
-            layout = _transformed(layout, ready)
-            steps.append(("transform", ready, layout))
-            pending = [t for t in pending if t not in ready]
-        else:
-            axis, target = _next_move(layout, pending, forward, name)
-            layout = _moved(layout, axis, target)
-            steps.append(("move", layout))
-    return tuple(steps), layout
 
 
 @lru_cache(maxsize=256)
@@ -292,7 +174,7 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
     lengths, axes = _cook(a.shape, s, axes, kind == "irfft", name)
     if not axes:
         return a  # NumPy returns its input unchanged
-    if a.ndim == 1 and _blocks(a.spec.layout, 0) > 1:  # no other axis: the four-step FFT
+    if a.ndim == 1 and axis_blocks(a.spec.layout, 0) > 1:  # no other axis: the four-step FFT
         return _sharded_1d(a, kind, lengths, norm)
     transforms = _transforms(kind, lengths, axes)
     # Planned before any message, from what every rank knows: the layout
@@ -327,7 +209,7 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
 # -- the NumPy functions -----------------------------------------------------------
 def _one(a: Any, kind: str, n: Any, axis: Any, norm: Any, out: Any) -> DArray:
     lengths = None if n is None else [_length(n, kind)]  # -1 is no default here, as in NumPy
-    if isinstance(a, DArray) and a.ndim == 1 and out is None and _blocks(a.spec.layout, 0) > 1:
+    if isinstance(a, DArray) and a.ndim == 1 and out is None and axis_blocks(a.spec.layout, 0) > 1:
         _axis(axis, 1, kind)
         return _sharded_1d(a, kind, lengths, norm)
     return _run(a, kind, lengths, [axis], norm, out, kind)
