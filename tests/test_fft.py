@@ -19,8 +19,8 @@ import dmesh
 import dmesh.collectives as coll
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.core.fft_plan import one_d_transforms, plan_fft
 from dmesh.core.layout import Layout
-from dmesh.ops.kernels.fft import _transforms, plan_fft
 from helpers import assert_all, assert_equal_all, assert_raises_all
 
 WORLD = MPI.COMM_WORLD.Get_size()
@@ -292,7 +292,7 @@ def _plan(mesh_shape: tuple[int, ...], placements: tuple[Any, ...], kind: str) -
     shape = (8, 6, 7)
     layout = Layout.balanced(mesh_shape, placements, shape)
     lengths = [8, 6, 7] if kind != "irfft" else [8, 6, 12]
-    _, final = plan_fft(layout, _transforms(kind, lengths, [0, 1, 2]), kind in ("fft", "rfft"))
+    _, final = plan_fft(layout, one_d_transforms(kind, lengths, [0, 1, 2]), kind in ("fft", "rfft"))
     return final
 
 

@@ -17,12 +17,28 @@ from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Shard, shorts
 
-__all__ = ["Step", "Transform", "axis_blocks", "plan_fft"]
+__all__ = ["Step", "Transform", "axis_blocks", "one_d_transforms", "plan_fft"]
 
 # One 1-D transform of the plan: (axis, n, numpy.fft function name).
 Transform = tuple[int, int, str]
 # ("transform", transforms, layout after) or ("move", layout after).
 Step = tuple[Any, ...]
+
+
+def one_d_transforms(kind: str, lengths: list[int], axes: list[int]) -> tuple[Transform, ...]:
+    """The 1-D transforms of ``np.fft.<kind>n`` over ``axes`` (``lengths`` each), in NumPy's order.
+
+    ``kind`` is ``"fft"``, ``"ifft"``, ``"rfft"`` or ``"irfft"``: ``rfft``
+    transforms the last axis first (it needs the real input), ``irfft`` last.
+    """
+    k = len(axes)
+    if kind == "rfft":
+        rest = [(axes[i], lengths[i], "fft") for i in reversed(range(k - 1))]
+        return ((axes[-1], lengths[-1], "rfft"), *rest)
+    if kind == "irfft":
+        rest = [(axes[i], lengths[i], "ifft") for i in range(k - 1)]
+        return (*rest, (axes[-1], lengths[-1], "irfft"))
+    return tuple((axes[i], lengths[i], kind) for i in reversed(range(k)))
 
 
 def axis_blocks(layout: Layout, axis: int) -> int:

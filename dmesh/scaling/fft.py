@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.core.fft_plan import Transform, axis_blocks, plan_fft
+from dmesh.core.fft_plan import Transform, axis_blocks, one_d_transforms, plan_fft
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.plan import plan_redistribution, transfer_plan
@@ -54,14 +54,7 @@ def _transforms(
             lengths[-1] = 2 * (shape[axes[-1]] - 1)
     else:
         lengths = list(s)
-    k = len(axes)
-    if kind == "rfft":
-        rest = [(axes[i], lengths[i], "fft") for i in reversed(range(k - 1))]
-        return ((axes[-1], lengths[-1], "rfft"), *rest)
-    if kind == "irfft":
-        rest = [(axes[i], lengths[i], "ifft") for i in range(k - 1)]
-        return (*rest, (axes[-1], lengths[-1], "irfft"))
-    return tuple((axes[i], lengths[i], kind) for i in reversed(range(k)))
+    return one_d_transforms(kind, lengths, axes)
 
 
 def _after(dtype: np.dtype, funcs: Sequence[str]) -> np.dtype:

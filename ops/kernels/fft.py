@@ -67,7 +67,7 @@ from dmesh.collectives.errors import (
     AxisArgumentError,
     UnsupportedError,
 )
-from dmesh.core.fft_plan import Transform, axis_blocks, plan_fft
+from dmesh.core.fft_plan import axis_blocks, one_d_transforms, plan_fft
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Placement, Replicate
 from dmesh.core.spec import DArraySpec
@@ -141,18 +141,6 @@ def _cook(
     return [_length(n, name) for n in lengths], axes
 
 
-def _transforms(kind: str, lengths: list[int], axes: list[int]) -> tuple[Transform, ...]:
-    """The 1-D transforms of an n-D one, in NumPy's order."""
-    k = len(axes)
-    if kind == "rfft":
-        rest = [(axes[i], lengths[i], "fft") for i in reversed(range(k - 1))]
-        return ((axes[-1], lengths[-1], "rfft"), *rest)
-    if kind == "irfft":
-        rest = [(axes[i], lengths[i], "ifft") for i in range(k - 1)]
-        return (*rest, (axes[-1], lengths[-1], "irfft"))
-    return tuple((axes[i], lengths[i], kind) for i in reversed(range(k)))
-
-
 # -- execution ---------------------------------------------------------------------
 def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -> DArray:
     """``np.fft.<name>`` of the DArray ``a`` (collective when a transformed axis is sharded)."""
@@ -176,7 +164,7 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
         return a  # NumPy returns its input unchanged
     if a.ndim == 1 and axis_blocks(a.spec.layout, 0) > 1:  # no other axis: the four-step FFT
         return _sharded_1d(a, kind, lengths, norm)
-    transforms = _transforms(kind, lengths, axes)
+    transforms = one_d_transforms(kind, lengths, axes)
     # Planned before any message, from what every rank knows: the layout
     # reduce_partials() will give (it rebalances, as every redistribute does).
     start = a.spec.layout
