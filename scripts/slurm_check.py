@@ -217,7 +217,7 @@ def install() -> str:
         return "slurm-wlm and munge already installed"
     if shutil.which("apt-get") is None:
         raise CheckError(f"{', '.join(missing)} missing and no apt-get: install Slurm and munge")
-    command = ["apt-get", "install", "-y", "-q", *PACKAGES]
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     try:
         run(command, env, timeout=900)
