@@ -34,6 +34,7 @@ BENCHMARKS = [
     ("bench_sets.py", 2),
     ("bench_statistics.py", 2),
     ("bench_compile.py", 2),
+    ("bench_gpu.py", 1),  # one line saying it skipped where there is no GPU
 ]
 
 
