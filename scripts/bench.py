@@ -10,7 +10,6 @@ mpi4py, one-process NumPy); results also go to ``build/bench/*.json``. Then
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_chart import draw
 
-from mpi_env import rank_env
+from mpi_env import mpiexec_command, rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = [
@@ -39,10 +38,10 @@ BENCHMARKS = [
 
 
 def main() -> int:
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    mpiexec = mpiexec_command()
     failed = 0
     for script, ranks in BENCHMARKS:
-        cmd = [mpiexec, "-n", str(ranks), sys.executable, str(ROOT / "scripts" / script)]
+        cmd = [*mpiexec, "-n", str(ranks), sys.executable, str(ROOT / "scripts" / script)]
         print(f"$ mpiexec -n {ranks} python scripts/{script}", flush=True)
         failed |= subprocess.run(cmd, env=rank_env(ranks), cwd=ROOT).returncode != 0
     # Strong scaling: several rank counts, so it starts its mpiexec jobs itself.

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -52,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling_cases import STRONG, WEAK, Case
 
-from mpi_env import rank_env
+from mpi_env import mpiexec_command, rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "build" / "bench" / "scaling.json"
@@ -264,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_ranks(args.run_ranks)
 
     ranks = sorted({1, *(args.ranks or default_ranks())})
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    mpiexec = mpiexec_command()
     runs_dir = args.out.parent / "scaling-runs"
     args.out.unlink(missing_ok=True)  # a failed run leaves no stale numbers behind
     runs, failed = [], False
@@ -273,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in ranks:
         run_out = runs_dir / f"n{p}.json"
         run_out.unlink(missing_ok=True)
-        cmd = [mpiexec, "-n", str(p), sys.executable, __file__, "--run-ranks", str(run_out)]
+        cmd = [*mpiexec, "-n", str(p), sys.executable, __file__, "--run-ranks", str(run_out)]
         try:
             code = subprocess.run(cmd, env=rank_env(p), cwd=ROOT, timeout=args.timeout).returncode
         except subprocess.TimeoutExpired:
@@ -301,13 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(failed)
 
 
-def model_report(doc: dict[str, Any], p: int, mpiexec: str, args: argparse.Namespace) -> bool:
+def model_report(doc: dict[str, Any], p: int, mpiexec: list[str], args: argparse.Namespace) -> bool:
     """Measure the collectives at ``p`` ranks, fit the model, print and store predictions."""
     import scaling_model
 
     measured = args.out.parent / "scaling-collectives.json"
     measured.unlink(missing_ok=True)
-    cmd = [mpiexec, "-n", str(p), sys.executable, str(Path(scaling_model.__file__)), str(measured)]
+    cmd = [*mpiexec, "-n", str(p), sys.executable, str(Path(scaling_model.__file__)), str(measured)]
     print(f"$ mpiexec -n {p} python scripts/scaling_model.py  (collectives for the model)")
     try:
         code = subprocess.run(cmd, env=rank_env(p), cwd=ROOT, timeout=args.timeout).returncode

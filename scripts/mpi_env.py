@@ -25,7 +25,10 @@ keeps MPICH's defaults.
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 OVERSUBSCRIBED = {
     "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
@@ -54,6 +57,21 @@ def rank_env(
         for key, value in OVERSUBSCRIBED.items():
             env.setdefault(key, value)
     return env
+
+
+def mpiexec_command() -> list[str]:
+    """The launcher that tests and benchmarks start their jobs with.
+
+    ``$MPIEXEC``, split as a shell would, when set: a site MPI's launcher with
+    its options, e.g. ``MPIEXEC="mpiexec --allow-run-as-root"`` for an Open MPI
+    run as root (mpi4py must load that MPI too: ``MPI4PY_LIBMPI``). Otherwise
+    the ``mpiexec`` beside this Python (the virtual environment's MPICH), else
+    the one on ``PATH``.
+    """
+    chosen = os.environ.get("MPIEXEC", "").strip()
+    if chosen:
+        return shlex.split(chosen)
+    return [shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"]
 
 
 if __name__ == "__main__":

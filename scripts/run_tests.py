@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mpi_env import rank_env
+from mpi_env import mpiexec_command, rank_env
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "build" / "test-logs"
@@ -99,7 +99,7 @@ def main() -> int:
 
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or "mpiexec"
+    mpiexec = mpiexec_command()
     totals = [0, 0, 0]
     bad_runs: list[str] = []
 
@@ -119,7 +119,7 @@ def main() -> int:
         "once", *run("once: pure and job tests, one process", cmd, env, opts.timeout, once_report)
     )
     for n in opts.ranks:
-        cmd = [mpiexec, "-n", str(n), sys.executable, __file__, "--rank-main", str(n)]
+        cmd = [*mpiexec, "-n", str(n), sys.executable, __file__, "--rank-main", str(n)]
         cmd += ["--logs", str(logs), "-m", marker_expression(opts.markers, False), *pytest_args]
         env = rank_env(n, latency_bound=True)  # small collectives: spin, do not sleep
         code, counts = run(f"mpiexec -n {n}", cmd, env, opts.timeout, logs / f"n{n}.xml")
