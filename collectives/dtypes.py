@@ -14,6 +14,12 @@ from dmesh.collectives.errors import ArgumentTypeError
 _CODES = "?bBhHiIlLqQefdgFDG"
 SUPPORTED_CODES = frozenset(_CODES)
 _BY_CODE: dict[str, MPI.Datatype] = {code: MPI._typedict[code] for code in _CODES}
+# float16 travels as its two bytes. MPI has no standard float16 datatype:
+# mpi4py maps "e" to MPICH's MPIX_C_FLOAT16, which Open MPI lacks (Allreduce
+# with it crashed Open MPI 4.1.4 with a segmentation fault). Moves need only
+# the bytes; reductions of float16 apply NumPy's ufunc in a user-defined op
+# (reduce_ops), so every MPI computes them alike.
+_BY_CODE["e"] = MPI.UINT16_T
 
 
 def mpi_datatype(dtype: np.dtype) -> MPI.Datatype:
@@ -22,8 +28,10 @@ def mpi_datatype(dtype: np.dtype) -> MPI.Datatype:
     mpi4py's own table of predefined types, the one it uses for buffers it
     describes itself. (``mpi4py.util.dtlib.from_numpy_dtype`` returns a
     duplicated, user-defined type, on which MPI defines no reduction.)
+    float16 is the exception: ``MPI.UINT16_T``, its bytes (see above), so a
+    buffer of float16 must always be passed with this datatype.
     """
-    return MPI._typedict[dtype.char]
+    return _BY_CODE[dtype.char]
 
 
 def host_datatype(x: Any) -> MPI.Datatype | None:

@@ -176,12 +176,32 @@ def _plan(op: str, dtype: np.dtype) -> ReducePlan:
             op, _nan_propagating(op, dtype), dtype, mpi_datatype(dtype), dtype,
             average=False, plain=True, host_op=True, canonical=True,
         )  # fmt: skip
+    if dtype == np.float16:  # MPI has no float16 arithmetic: NumPy's, in a user-defined op
+        return ReducePlan(
+            op, _ufunc_op(op, dtype), dtype, mpi_datatype(dtype), dtype,
+            average=False, plain=True, host_op=True, canonical=True,
+        )  # fmt: skip
     mpi_op = _BOOL_OPS[op] if kind == "b" else _MPI_OPS[op]
     truth = kind in "iu" and op in ("land", "lor", "lxor")
     return ReducePlan(
         op, mpi_op, dtype, mpi_datatype(dtype), dtype, average=False, truth=truth,
         plain=not truth, canonical=kind in "fc",
     )  # fmt: skip
+
+
+@lru_cache(maxsize=4)
+def _ufunc_op(op: str, dtype: np.dtype) -> MPI.Op:
+    """A commutative MPI op applying ``np.add`` or ``np.multiply`` to ``dtype``'s bytes.
+
+    For dtypes MPI cannot compute with (float16); kept for the life of the process.
+    """
+    ufunc = np.add if op == "sum" else np.multiply
+
+    def combine(inbuf: Any, inoutbuf: Any, datatype: MPI.Datatype) -> None:
+        inout = np.frombuffer(inoutbuf, dtype)
+        ufunc(np.frombuffer(inbuf, dtype), inout, out=inout)
+
+    return MPI.Op.Create(combine, commute=True)
 
 
 @lru_cache(maxsize=16)
