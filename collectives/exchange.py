@@ -10,7 +10,7 @@ copy (none when both axes are 0). On the 2-core dev machine this beat
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -160,8 +160,7 @@ def all_to_all(
     datatype = mpi_datatype(x.dtype)
     out_shape = list(piece_shape)
     out_shape[concat_axis] = sum(incoming)
-    if sizes_agree and min(send_counts) == max(send_counts) == min(recv_counts) == max(recv_counts):
-        # Equal pieces both ways: the plain (better tuned) call.
+    if equal_pieces(sizes_agree, pieces, incoming):  # the plain (better tuned) call
         return complete(
             async_op,
             lambda: comm.Alltoall([send, datatype], [recv, datatype]),
@@ -180,6 +179,17 @@ def all_to_all(
         tuple(out_shape),
         x.dtype,
     )
+
+
+def equal_pieces(sizes_agree: bool, pieces: Sequence[int], incoming: Sequence[int]) -> bool:
+    """Whether every rank may take ``MPI_Alltoall``: equal pieces both ways, on every rank.
+
+    Decided from sizes every rank shares (``sizes_agree``), never from this
+    rank's element counts: a rank whose piece has no elements counts zeros
+    everywhere while the others do not, and ranks mixing ``MPI_Alltoall``
+    with ``MPI_Alltoallv`` hang (Open MPI did; MPICH happened to match them).
+    """
+    return sizes_agree and len(set(pieces)) == 1 and len(set(incoming)) == 1
 
 
 def _split(x: Any, axis: int, pieces: tuple[int, ...]) -> list[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -137,3 +138,43 @@ def test_all_to_all_equal_pieces_on_some_ranks_only(comm: MPI.Intracomm) -> None
     )
     want = np.concatenate([np.arange(2 * rank, 2 * rank + 2) + 10.0 * q for q in range(n)])
     assert_equal_all(comm, got, want)
+
+
+def test_every_rank_picks_the_same_mpi_call_with_empty_pieces(
+    comm: MPI.Intracomm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redistributions whose pieces have no elements on some ranks: a one-row
+    array whose columns all sit on rank 0 (a slice of a Shard(1) array) moved
+    to Shard(0), its transpose the other way, and arrays with no columns.
+    Every rank must choose MPI_Alltoall or MPI_Alltoallv alike: the choice used
+    to come from each rank's element counts, all zero on a rank that holds and
+    receives nothing, and Open MPI hung where rank 0 called Alltoallv and
+    rank 1 Alltoall (np.insert of a row found it)."""
+    import dmesh
+    from dmesh import Shard
+    from dmesh.collectives import exchange
+
+    n = comm.Get_size()
+    choices: list[bool] = []
+    chooser = exchange.equal_pieces
+
+    def recorded(sizes_agree: bool, pieces: Any, incoming: Any) -> bool:
+        choices.append(chooser(sizes_agree, pieces, incoming))
+        return choices[-1]
+
+    monkeypatch.setattr(exchange, "equal_pieces", recorded)
+    wide = np.arange(4.0 * n)[None, :] - 3
+    with dmesh.init_mesh((n,), comm=comm) as mesh:
+        arrays = [
+            (dmesh.distribute(wide, mesh, [Shard(1)])[:, :2], wide[:, :2], Shard(0)),
+            (dmesh.distribute(wide.T, mesh, [Shard(0)])[:2], wide.T[:2], Shard(1)),
+            (dmesh.distribute(np.zeros((n, 0)), mesh, [Shard(0)]), np.zeros((n, 0)), Shard(1)),
+        ]
+        for a, want, target in arrays:
+            got = a.redistribute(mesh, [target])
+            assert_equal_all(comm, got.full_array(), want)
+            row = np.insert(a, 1, a[:1] * 2, axis=0)
+            assert_equal_all(comm, row.full_array(), np.insert(want, 1, want[:1] * 2, axis=0))
+    every = comm.allgather(choices)
+    assert_all(comm, n == 1 or len(every[0]) > 0, "no all_to_all chose a call")
+    assert_all(comm, all(c == every[0] for c in every), f"ranks chose differently: {every}")
