@@ -49,6 +49,7 @@ NOT_RUN = {
 NOT_RUN_PROGRAMS = {
     "srun": "needs a Slurm allocation",
     "sbatch": "needs a Slurm cluster",
+    "MPI4PY_MPIABI=openmpi": "needs an Open MPI installed at /opt/openmpi",
 }
 PROGRAM_RANKS = 4  # mpiexec -n 4, unless the block says otherwise
 PROGRAM_TIMEOUT = 120  # seconds per README program
