@@ -91,7 +91,10 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     The others (:meth:`to_local`, the properties, ``repr``) are local.
     """
 
-    __slots__ = ("_local", "_spec")
+    # _view: None, or where a detached view's elements live (an int index on a
+    # sharded dim, a selection of a partial array, mirrored blocks): a record
+    # of dmesh.ops.indexing.views, which routes writes through it to its root.
+    __slots__ = ("_local", "_spec", "_view")
     # NumPy calls on DArrays go to the op dispatcher (installed by ``ops``).
     # Operators come from NDArrayOperatorsMixin, which turns them into ufuncs.
     __array_priority__ = 1000
@@ -122,6 +125,7 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     def __init__(self, local: Any, spec: DArraySpec) -> None:
         self._local = local
         self._spec = spec
+        self._view: Any = None
 
     # -- description (local) ---------------------------------------------------
     @property

@@ -65,6 +65,7 @@ class ArrayMethods:
     if TYPE_CHECKING:
         _local: Any
         _spec: DArraySpec
+        _view: Any
 
         @property
         def shape(self) -> tuple[int, ...]: ...
@@ -235,6 +236,9 @@ class ArrayMethods:
         A partial array becomes replicated along its partial mesh dims: each
         rank holds the value itself, not a term of it.
         """
+        if self._view is not None:  # a detached view (dmesh.ops.indexing.views): written through
+            self[...] = value
+            return
         layout = self._spec.layout
         if any(p.is_partial() for p in layout.placements):
             placements = tuple(Replicate() if p.is_partial() else p for p in layout.placements)
@@ -247,6 +251,9 @@ class ArrayMethods:
 
     def _assign_result(self, result: Any) -> None:
         """Make ``result`` (same shape and dtype) this array's value, in place."""
+        if self._view is not None:  # a detached view (dmesh.ops.indexing.views): written through
+            self[...] = result
+            return
         if _hooks.before_block_access is not None:
             _hooks.before_block_access()
         if any(p.is_partial() for p in self._spec.placements):

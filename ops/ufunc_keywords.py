@@ -21,6 +21,7 @@ from dmesh.collectives.errors import (
     UnsupportedError,
 )
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import assign_result, writing
 from dmesh.ops.pipeline import align, check_operands, replicate_arrays, wrap
 from dmesh.ops.propagation import decide
 from dmesh.ops.registry import Call, Rule, decomposition_for
@@ -42,14 +43,25 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
+    casting = kwargs.get("casting", "same_kind")
+    if not any(isinstance(x, DArray) for x in inputs):
+        # Only out is a DArray (np.multiply(2.5, x, out=d[0])): the value every rank
+        # computes alike, broadcast into out.
+        value = np.asarray(ufunc(*inputs, **kwargs))
+        if not np.can_cast(value.dtype, target.dtype, casting):
+            raise ArgumentTypeError(
+                f"np.{ufunc.__name__}: cannot cast the output from {value.dtype!r} to "
+                f"{target.dtype!r} with casting rule {casting!r}"
+            )
+        target[...] = value
+        return target
     result = call(ufunc, inputs, kwargs)
     if result.shape != target.shape or result.mesh is not target.mesh:
         raise ShardingError(
             f"np.{ufunc.__name__}(..., out=): the result {result.spec} does not fit out "
             f"{target.spec}; out needs the same shape and mesh"
         )
-    moved = result.with_layout(target.spec.layout)
-    np.copyto(target.local, moved.local, casting=kwargs.get("casting", "same_kind"))
+    assign_result(target, result, casting, f"np.{ufunc.__name__}")
     return target
 
 
@@ -77,6 +89,9 @@ def masked(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if ufunc.nout != 1 or ufunc.signature is not None:
         raise UnsupportedError(f"np.{name}(..., where=) on DArrays: only elementwise ufuncs")
     target = None if out is None else _one_out(name, out)
+    if target is not None and target._view is not None:  # a detached view: written through
+        with writing(target):
+            return masked(ufunc, inputs, {**kwargs, "where": where, "out": target})
     n = len(inputs)
     # Prepare: as the pipeline's, with the mask and out as operands too.
     operands = replicate_arrays([*inputs, where, *([target] if target is not None else [])])

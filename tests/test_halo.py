@@ -38,7 +38,38 @@ CASES = [
     ((1, 2), False, "edge"),
     (((0, 1), (2, 1)), (True, False), "edge"),
     ((1, 0), (False, True), "constant"),
+    (2, True, "constant"),  # thin periodic blocks at 4 ranks: 7 rows as 2, 2, 2, 1
+    (((3, 0), (0, 0)), True, "edge"),
 ]
+
+
+def too_thin(a: dmesh.DArray, width: Any, periodic: Any, mode: str) -> bool:
+    """Whether some block cannot supply the cells its neighbour's halo needs (halo must raise).
+
+    Along a sharded dim, block ``i`` needs ``before`` cells from the block
+    before it and ``after`` from the block after it (across the ends where
+    the dim is periodic); ``mode="edge"`` needs a cell at each global edge.
+    Along an unsharded dim, a periodic width cannot exceed the dim.
+    """
+    widths = normalize_widths(width, a.ndim)
+    flags = (periodic,) * a.ndim if isinstance(periodic, bool) else periodic
+    for d, ((before, after), wrap) in enumerate(zip(widths, flags)):
+        cut = a.spec.layout.bounds[d]
+        sizes = [a.shape[d]] if cut is None else [hi - lo for lo, hi in itertools.pairwise(cut)]
+        k = len(sizes)
+        if k == 1 and wrap and max(before, after) > sizes[0]:
+            return True
+        for i in range(k) if k > 1 else ():
+            previous = i - 1 if i > 0 else (k - 1 if wrap else None)
+            following = i + 1 if i < k - 1 else (0 if wrap else None)
+            if before and previous is not None and sizes[previous] < before:
+                return True
+            if after and following is not None and sizes[following] < after:
+                return True
+        edge_cells = (sizes[0], sizes[-1])
+        if mode == "edge" and not wrap and (before or after) and 0 in edge_cells:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("async_op", [False, True])
@@ -48,15 +79,31 @@ def test_halo_matches_np_pad(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, async_
     for placements in itertools.product([Replicate(), Shard(0), Shard(1)], repeat=mesh.ndim):
         a = dmesh.distribute(DATA, mesh, list(placements))
         for width, periodic, mode in CASES:
-            try:
-                got = dmesh.halo(a, width, periodic=periodic, mode=mode, async_op=async_op)
-            except dmesh.ArgumentError:  # a block thinner than the width: raised everywhere
+            if too_thin(a, width, periodic, mode):  # raised on every rank, before any message
+                assert_raises_all(
+                    comm, dmesh.ArgumentError, dmesh.halo, a, width,
+                    periodic=periodic, mode=mode, async_op=async_op,
+                )  # fmt: skip
                 continue
+            got = dmesh.halo(a, width, periodic=periodic, mode=mode, async_op=async_op)
             if async_op:
                 assert_equal_all(comm, got.interior, a.local)
                 got = got.wait()
             want = padded_reference(a, DATA, width, periodic, mode)
             assert_equal_all(comm, got, want)
+
+
+def test_periodic_halo_on_thin_blocks_raises(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # Two rows wrap from the other end, but at 2-4 ranks a block holds one row
+    # (or none): halo must raise on every rank instead of sending cells it lacks.
+    a = dmesh.distribute(np.zeros((3, 2)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    width = ((2, 0), (0, 0))
+    assert too_thin(a, width, True, "constant") == (mesh.shape[0] > 1)
+    if mesh.shape[0] > 1:
+        assert_raises_all(comm, dmesh.ArgumentError, dmesh.halo, a, width, periodic=True)
+    else:
+        got = dmesh.halo(a, width, periodic=True)
+        assert_equal_all(comm, got, padded_reference(a, np.zeros((3, 2)), width, True, "constant"))
 
 
 def test_halo_3d_corners_and_partial(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:

@@ -344,7 +344,7 @@ class Segments:
         if slot in self.objects:
             return self.objects[slot]
         lazy = LazyArray.__new__(LazyArray)  # the fields without DArray.__init__'s setter
-        lazy._session, lazy._block, lazy._slot = self, None, slot
+        lazy._session, lazy._block, lazy._slot, lazy._view = self, None, slot, None
         trace = self.state.trace
         lazy._spec, lazy._trace = trace.specs[slot], trace  # type: ignore[assignment]
         refs = self.pending.get(slot)

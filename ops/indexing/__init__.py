@@ -10,13 +10,15 @@ response (two all-to-alls, nothing gathered). :func:`install` connects
 from __future__ import annotations
 
 from dmesh import _hooks
-from dmesh.ops.indexing import basic, choices, fancy, masks, multi_index, writes
+from dmesh.ops.indexing import assign, basic, choices, fancy, masks, multi_index, views, writes
 
 
 def install() -> None:
     """Route ``DArray.__getitem__`` and ``__setitem__`` here (``dmesh._hooks``)."""
     _hooks.getitem = basic.getitem
-    _hooks.setitem = basic.setitem
+    _hooks.setitem = assign.setitem
 
 
-__all__ = ["basic", "choices", "fancy", "install", "masks", "multi_index", "writes"]
+__all__ = [
+    "assign", "basic", "choices", "fancy", "install", "masks", "multi_index", "views", "writes",
+]  # fmt: skip

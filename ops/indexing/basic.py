@@ -40,14 +40,14 @@ from dmesh.core.placement import Partial, Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
-from dmesh.ops.indexing import keys as fancy_keys
-from dmesh.ops.indexing import masks
-from dmesh.ops.indexing.fancy import block_of
+from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.mirror import mirror_blocks
-from dmesh.ops.indexing.operands import reduce_in_place
 from dmesh.redistribution import partial_term
 
-__all__ = ["absent_term", "getitem", "mask_select", "nonzero", "selection", "setitem"]
+__all__ = [
+    "NOT_HELD", "IndexPlan", "absent_term", "block_indexing", "expand_key", "getitem",
+    "mask_select", "nonzero", "plan_index", "selection",
+]  # fmt: skip
 
 NOT_HELD = object()  # an int index whose element lives on another rank
 
@@ -61,7 +61,7 @@ class IndexPlan(NamedTuple):
     mirrored: tuple[int, ...]  # result dims sharded and stepped backwards: blocks to mirror
 
 
-def _expand(key: Any, ndim: int) -> list[Any]:
+def expand_key(key: Any, ndim: int) -> list[Any]:
     """The key as one item per input dim, plus ``None`` items for new dims."""
     items = list(key) if isinstance(key, tuple) else [key]
     for item in items:
@@ -96,7 +96,7 @@ def plan_index(spec: DArraySpec, key: Any) -> IndexPlan:
     same elements, and its result dim is listed in ``mirrored``.
     """
     layout = spec.layout
-    items = _expand(key, spec.ndim)
+    items = expand_key(key, spec.ndim)
     coord = spec.mesh.coordinate
     out_shape: list[int] = []
     out_bounds: list[tuple[int, ...] | None] = []
@@ -205,9 +205,10 @@ def getitem(a: DArray, key: Any) -> DArray:
     elif any(k is NOT_HELD for k in plan.local):  # another rank holds it: an identity term
         result = DArray(absent_term(spec, plan.owners, xp), spec)
     else:
-        result = DArray(xp.asarray(a.local[plan.local]), spec)
+        result = DArray(a.local[plan.local + (Ellipsis,)], spec)
     for dim in plan.mirrored:
         result = mirror_blocks(result, dim)
+    views.record(a, key, result, bool(plan.owners), bool(plan.mirrored))
     return result
 
 
@@ -241,7 +242,7 @@ def block_indexing(spec: DArraySpec, key: Any) -> tuple[DArraySpec, Any] | None:
         xp = array_module(block)
         if any(k is NOT_HELD for k in local):  # another rank holds it: an identity term
             return absent_term(result, owners, xp)
-        return xp.asarray(block[local])
+        return block[local + (Ellipsis,)]  # (a 0-d view, not a scalar)
 
     return result, index
 
@@ -265,113 +266,6 @@ def absent_term(spec: DArraySpec, owners: dict[int, int], xp: Any) -> Any:
         if isinstance(p, Partial):
             value = partial_term(value, p.op, coord[m] == owners.get(m, 0))
     return value
-
-
-def setitem(a: DArray, key: Any, value: Any) -> None:
-    """``a[key] = value``: a scalar, an array every rank holds, or a DArray that broadcasts.
-
-    Local writes only, except that a DArray value is first moved to the
-    selection's layout (collective; see :func:`_assign_darray`). Keys with
-    integer arrays or boolean DArrays go to :mod:`dmesh.ops.indexing.fancy`
-    (collective). A ``Partial`` array is first reduced in place (collective):
-    it becomes replicated along its partial mesh dims.
-    """
-
-    # Writing into partial terms would leave terms that no longer sum to the
-    # written value: the array is reduced in place first (collective).
-    reduce_in_place(a)
-    if masks.has_mask(key):  # the mask's nonzero() arrays: values go to the True positions
-        key = masks.expand_masks(a, key)
-    if fancy_indexing.is_advanced(key):
-        _check_fancy_view(a.spec, key)
-        fancy_indexing.setitem(a, key, value)
-        return
-    layout, local_key, _, mirrored = plan_index(a.spec, key)
-    if isinstance(value, DArray):
-        _assign_darray(a, key, layout.shape, value)
-        return
-    if a.mesh.coordinate is None or any(k is NOT_HELD for k in local_key):
-        return
-    xp = array_module(a.local)
-    value = xp.asarray(value)
-    if value.ndim == 0:
-        a.local[local_key] = value
-        return
-    # A value every rank holds whole: write the part this rank's selection covers.
-    full = xp.broadcast_to(value, layout.shape)
-    if mirrored:
-        full = xp.flip(full, mirrored)
-    coord = a.mesh.coordinate
-    a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
-
-
-def _assign_darray(a: DArray, key: Any, shape: tuple[int, ...], value: DArray) -> None:
-    """``a[key] = value`` for a DArray ``value`` broadcastable to the selection's ``shape``.
-
-    As NumPy: leading length-1 dims beyond the selection's are dropped and the
-    rest broadcast (a 0-d value is one element; a partial one is reduced).
-    Each int of the key becomes a length-1 slice and the value gets a
-    length-1 dim there (views), so that the value is laid out like the
-    selection: its elements go only to the ranks whose blocks they fill, and
-    it is replicated only along the dims it is broadcast over. Collective.
-    """
-    if value.mesh is not a.mesh:
-        raise ArgumentTypeError("the assigned DArray must be on the array's mesh")
-    extra = 0  # NumPy drops leading length-1 dims of a value with more dims than the selection
-    while value.ndim - extra > len(shape) and value.shape[extra] == 1:
-        extra += 1
-    try:
-        fits = np.broadcast_shapes(value.shape[extra:], shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ArgumentError(
-            f"could not broadcast input array from shape {value.shape} into shape {shape}"
-        )
-    items = _expand(key, a.ndim)
-    aligned = [1] * (len(shape) - value.ndim + extra) + list(value.shape[extra:])
-    new_key: list[Any] = []
-    value_shape: list[int] = []
-    d = 0
-    for item in items:
-        if item is None or isinstance(item, slice):
-            new_key.append(item)
-            value_shape.append(aligned.pop(0))
-        else:  # an int: the same element as a length-1 slice, a length-1 dim of the value
-            index = operator.index(item) % a.shape[d]
-            new_key.append(slice(index, index + 1))
-            value_shape.append(1)
-        d += item is not None
-    if tuple(value_shape) != value.shape:
-        reshaped: Any = np.reshape(value, tuple(value_shape))  # only length-1 dims: a view
-        value = reshaped
-    layout, local_key, _, mirrored = plan_index(a.spec, tuple(new_key))
-    if any(d in mirrored and value.shape[d] > 1 for d in range(value.ndim)):
-        # reversed where the selection steps backwards (a permute of the value's blocks)
-        flips = [d in mirrored and value.shape[d] > 1 for d in range(value.ndim)]
-        value = value[tuple(slice(None, None, -1 if f else 1) for f in flips)]
-    coord = a.mesh.coordinate
-    if coord is None:
-        return
-    a.local[local_key] = block_of(value, layout, coord)
-
-
-def _check_fancy_view(spec: DArraySpec, key: Any) -> None:
-    """Raise if an assignment with integer arrays would step backwards along a sharded dim.
-
-    Fancy assignment writes into the view ``a[basic part of key]``; mirrored
-    blocks are a copy, so writing there would be lost.
-    """
-    items = key if isinstance(key, tuple) else (key,)
-    if not any(isinstance(i, slice) and i.step is not None and i.step < 0 for i in items):
-        return
-    dims = plan_index(spec, fancy_keys.parse(spec, key).basic).mirrored
-    if dims:
-        raise UnsupportedError(
-            "assigning through integer arrays with a negative step on a sharded dim is not "
-            "supported (that part of the selection is a copy, not a view); use a positive "
-            "step with the value reversed (np.flip), or the integer indices in reverse order"
-        )
 
 
 def _row_layout(a: DArray) -> DArray:

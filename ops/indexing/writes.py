@@ -25,6 +25,7 @@ from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, Unsupport
 from dmesh.darray import DArray
 from dmesh.ops.indexing.fancy import block_of
 from dmesh.ops.indexing.operands import PYTHON_SCALARS, dtype_of, reduce_in_place
+from dmesh.ops.indexing.views import writes_through
 from dmesh.ops.registry import decompose
 
 __all__ = ["copyto", "cycled", "place", "positions", "put", "putmask", "target"]
@@ -101,6 +102,7 @@ def _bounds_check(flat: Any, n: int) -> None:
 
 
 @decompose(np.put)
+@writes_through
 def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """``np.put``: ``a.flat[ind] = v``, ``v`` repeated as needed; mode raise, wrap or clip.
 
@@ -143,6 +145,7 @@ def _mask_like(mask: Any, a: DArray, name: str) -> Any:
 
 
 @decompose(np.place)
+@writes_through
 def place(arr: Any, mask: Any, vals: Any) -> None:
     """``np.place``: the ``j``-th True position of ``mask`` gets ``vals[j % len(vals)]``.
 
@@ -164,6 +167,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
 
 
 @decompose(np.putmask)
+@writes_through
 def putmask(a: Any, mask: Any, values: Any) -> None:
     """``np.putmask``: ``a.flat[n] = values.flat[n % len(values)]`` where ``mask`` is True.
 
@@ -211,6 +215,7 @@ def putmask(a: Any, mask: Any, values: Any) -> None:
 
 
 @decompose(np.copyto)
+@writes_through
 def copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> None:
     """``np.copyto``: ``src`` broadcast into ``dst`` where ``where`` holds, cast by ``casting``.
 

@@ -31,6 +31,7 @@ from dmesh.core.placement import Placement, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing.operands import reduce_in_place
+from dmesh.ops.indexing.views import writes_through
 from dmesh.ops.registry import decompose
 from dmesh.triangles import tril_indices, triu_indices
 
@@ -169,6 +170,7 @@ def diag(v: Any, k: Any = 0) -> DArray:
 
 
 @decompose(np.fill_diagonal)
+@writes_through
 def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     """``np.fill_diagonal``, in place: each rank writes the diagonal positions of its block
     (``val`` is a scalar or an array every rank holds; no communication)."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import assign_result
 from dmesh.ops.registry import keyword_form, special_form
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
@@ -132,8 +133,7 @@ def _write(name: str, result: Any, out: Any) -> Any:
             f"np.{name}(..., out=): the result of shape {np.shape(result)} does not fit out "
             f"{target.spec}; out needs the result's shape and mesh"
         )
-    moved = result.with_layout(target.spec.layout)
-    np.copyto(target.local, moved.local, casting="unsafe")
+    assign_result(target, result, "unsafe", f"np.{name}")
     return target
 
 

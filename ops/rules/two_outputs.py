@@ -19,6 +19,7 @@ import numpy as np
 
 from dmesh.collectives.errors import ArgumentTypeError, ShardingError, UnsupportedError
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import assign_result
 from dmesh.ops.pipeline import align, prepare, wrap
 from dmesh.ops.registry import Rule, decompose
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
@@ -53,8 +54,7 @@ def two_outputs(ufunc: np.ufunc, *inputs: Any, **kwargs: Any) -> tuple[DArray, .
                 f"np.{name}(..., out=): result {i} {result.spec} does not fit out[{i}] "
                 f"{target.spec}; out needs the same shape and mesh"
             )
-        moved = result.with_layout(target.spec.layout)
-        np.copyto(target.local, moved.local, casting="same_kind")
+        assign_result(target, result, "same_kind", f"np.{name}")
         results[i] = target
     return tuple(results)
 

@@ -1,0 +1,259 @@
+"""Views that are not block views: writes through them reach their base.
+
+NumPy's contract is that basic indexing (ints, slices, ``None``, ``...``)
+gives a view, and a write through a view changes the base. Most basic
+selections of a DArray are views of its blocks (a slice keeps every element
+where it is), so a write through them lands in the base's blocks with no
+further care. Three kinds are not:
+
+* an integer index on a sharded dim (``a[4]`` when dim 0 is sharded): the
+  rank holding the element keeps a view of its block, the others hold terms
+  of the sum's identity, and the result is ``Partial("sum")``;
+* any selection of a ``Partial`` array (its blocks are terms, not values);
+* a negative step on a sharded dim (``a[::-1]``): the blocks are mirrored, a
+  copy.
+
+Such a result is *detached*: it carries a :class:`ViewOf` record, the array
+it was taken from (its *root*, itself a plain array or a block view of one)
+and its key composed down to the root, one item per root dim (``int`` or
+``range``) plus ``None`` for new axes. Every write into a detached view is a
+write into its root at the composed key, made by the root's owners:
+
+* ``v[k] = x`` is ``root[compose(key, k)] = x`` (no message for a scalar);
+* whole-array writes (``out=v``, ``v.fill``, ``v.sort()``, ``np.copyto``)
+  are ``root[key] = result``;
+* any other writer (``np.put``, ``np.place``, masks, ``where=``) runs inside
+  :func:`writing`: the view becomes a private replicated copy, the writer
+  changes it, and the copy is assigned back to ``root[key]``.
+
+A view whose blocks are live (an int index on a non-partial root: the
+holder's block is a view of the root's) sees every later write of the root.
+The others (views of partial arrays, mirrored blocks) are taken anew from the
+root after each write through them; a *sibling* taken earlier from a
+``Partial`` root does not see a write through another (the root's terms are
+replaced by its reduced values, a new buffer), nor a mirrored view the
+writes made to its root after it (a copy).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dmesh.collectives.errors import ArgumentTypeError
+from dmesh.darray import DArray
+
+__all__ = [
+    "ViewOf", "assign_result", "compose", "normalize", "record", "refresh", "root_key",
+    "same_view", "writes_through", "writing",
+]  # fmt: skip
+
+Item = int | range | None
+
+
+class ViewOf(NamedTuple):
+    """Where a detached view's elements live: ``root[root_key(items)]``."""
+
+    root: DArray  # never itself detached
+    items: tuple[Item, ...]  # one per root dim (int or range), None for new axes
+    live: bool  # the holder's block is a view of root's: later root writes show
+
+
+def _index(item: Any) -> int:
+    return operator.index(item)
+
+
+def _expand(key: Any, ndim: int) -> list[Any]:
+    """``key`` as one item per dim plus ``None`` items (``...`` expanded); basic keys only."""
+    items = list(key) if type(key) is tuple else [key]
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (ndim - used)
+    else:
+        items += [slice(None)] * (ndim - used)
+    return items
+
+
+def normalize(shape: tuple[int, ...], key: Any) -> tuple[Item, ...]:
+    """A basic ``key`` into an array of ``shape`` as ``int``/``range``/``None`` items.
+
+    The key was already checked by the indexing that made the view (bounds,
+    one ellipsis, no more indices than dims).
+    """
+    out: list[Item] = []
+    d = 0
+    for item in _expand(key, len(shape)):
+        if item is None:
+            out.append(None)
+            continue
+        n = shape[d]
+        if isinstance(item, slice):
+            out.append(range(*item.indices(n)))
+        else:
+            out.append(_index(item) % n)
+        d += 1
+    return tuple(out)
+
+
+def compose(items: tuple[Item, ...], key: Any, view_ndim: int) -> tuple[Item, ...] | None:
+    """The items of ``view[key]`` into the root, for a view taken with ``items``.
+
+    None when the selection cannot be written as a key of the root (a new
+    axis sliced to length 0: an empty selection, left to :func:`writing`).
+    """
+    sub = _expand(key, view_ndim)
+    out: list[Item] = []
+    j = 0  # position in sub
+    for item in items:
+        if type(item) is int:
+            out.append(item)
+            continue
+        while j < len(sub) and sub[j] is None:  # new axes of key before this view dim
+            out.append(None)
+            j += 1
+        k = sub[j]
+        j += 1
+        if item is None:  # a new axis of length 1
+            if isinstance(k, slice):
+                if len(range(1)[k]) == 0:
+                    return None
+                out.append(None)
+            # an int selects its one element: the axis is gone
+            continue
+        assert isinstance(item, range)
+        if isinstance(k, slice):
+            out.append(item[k])
+        else:
+            out.append(item[_index(k)])  # (bounds were checked by the view's indexing)
+    out.extend(None for _ in sub[j:])  # trailing new axes of key
+    return tuple(out)
+
+
+def root_key(items: tuple[Item, ...]) -> tuple[Any, ...]:
+    """The composed items as a key NumPy and dmesh index with."""
+    key: list[Any] = []
+    for item in items:
+        if isinstance(item, range):
+            stop: int | None = item.stop if item.stop >= 0 else None
+            key.append(slice(item.start, stop, item.step) if len(item) else slice(0, 0))
+        else:
+            key.append(item)
+    return tuple(key)
+
+
+def record(parent: DArray, key: Any, result: DArray, held: bool, mirrored: bool) -> None:
+    """Mark ``result = parent[key]`` as a detached view when it is one (see the module).
+
+    ``held``: an int index on a sharded dim (one coordinate holds the
+    element); ``mirrored``: a negative step on a sharded dim (a copy). Both
+    come from the key and the layout, so every rank records the same.
+    """
+    view: ViewOf | None = parent._view
+    if view is not None:
+        items = compose(view.items, key, parent.ndim)
+        if items is not None:
+            result._view = ViewOf(view.root, items, view.live and not mirrored)
+        return
+    partial = any(p.is_partial() for p in parent.placements)
+    if held or mirrored or partial:
+        live = not (partial or mirrored)
+        result._view = ViewOf(parent, normalize(parent.shape, key), live)
+
+
+def refresh(view: DArray) -> None:
+    """Take a view that is not live anew from its root, after a write through it."""
+    record_ = view._view
+    if record_ is None or record_.live:
+        return
+    fresh = record_.root[root_key(record_.items)]
+    view._local, view._spec, view._view = fresh._local, fresh._spec, fresh._view
+
+
+@contextmanager
+def writing(a: DArray) -> Iterator[DArray]:
+    """Around a writer that changes ``a``'s blocks in place (collective if ``a`` is partial).
+
+    A ``Partial`` array is first reduced in place (a write into its terms
+    would leave terms that no longer sum to the written value). A detached
+    view then holds a private copy of its values; once the writer is done,
+    the copy is assigned to its root (``root[key] = a``) and the view is
+    taken anew where it is not live.
+    """
+    if not isinstance(a, DArray):
+        raise ArgumentTypeError(f"the target of a write must be a DArray, got {type(a).__name__}")
+    view: ViewOf | None = a._view
+    if any(p.is_partial() for p in a.placements):
+        reduced = a.reduce_partials()
+        a._local, a._spec = reduced._local, reduced._spec
+    if view is None:
+        yield a
+        return
+    a._view = None  # a private copy while the writer runs
+    if view.live and not any(p.is_partial() for p in a.placements):
+        a._local = a._local.copy()  # (a view of a replicated root row: do not write twice)
+    try:
+        yield a
+    finally:
+        a._view = view
+    view.root[root_key(view.items)] = _private(a)
+    fresh = view.root[root_key(view.items)]
+    a._local, a._spec, a._view = fresh._local, fresh._spec, fresh._view
+
+
+def _private(a: DArray) -> DArray:
+    """``a`` without its view record, so that the assignment is not taken for a no-op."""
+    return DArray(a._local, a._spec)
+
+
+def same_view(target: DArray, key: Any, value: Any) -> bool:
+    """Whether ``target[key] = value`` assigns the live view ``target[key]`` to itself.
+
+    ``a[k] += 1`` is ``v = a[k]; v += 1`` (written through) then ``a[k] = v``;
+    the last step changes nothing and would cost a redistribution.
+    """
+    if type(value) is not DArray:
+        return False
+    view: ViewOf | None = value._view
+    if view is None or not view.live or view.root is not target or target._view is not None:
+        return False
+    try:
+        return view.items == normalize(target.shape, key)
+    except (TypeError, IndexError):
+        return False
+
+
+def writes_through(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func(a, ...)``, a writer into ``a``'s blocks, made to write through a detached ``a``."""
+
+    @functools.wraps(func)
+    def wrapper(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(a, DArray) and a._view is not None:
+            with writing(a):
+                return func(a, *args, **kwargs)
+        return func(a, *args, **kwargs)
+
+    return wrapper
+
+
+def assign_result(target: DArray, result: DArray, casting: Any, name: str) -> None:
+    """Write ``result`` (``target``'s shape and mesh) into ``target``: ``out=``'s last step.
+
+    Moved to ``target``'s layout and copied into its blocks; a detached
+    ``target`` is written through to its root instead (``target[...] = result``).
+    """
+    if target._view is None:
+        moved = result.with_layout(target.spec.layout)
+        np.copyto(target.local, moved.local, casting=casting)
+        return
+    if not np.can_cast(result.dtype, target.dtype, casting):
+        raise ArgumentTypeError(
+            f"{name}: cannot cast the output from {result.dtype!r} to {target.dtype!r} "
+            f"with casting rule {casting!r}"
+        )
+    target[...] = result
