@@ -2,8 +2,9 @@
 
 The plans come from :mod:`dmesh.core.plan` (pure, cached; its docstring
 holds the transition table); this module runs them: one small executor per
-step kind, and one *transfer* (a single ``Alltoallv`` of the rectangles where
-source and target blocks meet) for everything the per-dim steps cannot do.
+step kind, and one *transfer* (local copies of the pieces a rank keeps and a
+single ``Alltoallv`` of the rectangles where source and target blocks meet
+across ranks) for everything the per-dim steps cannot do.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import dmesh.collectives as coll
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout
-from dmesh.core.plan import Step, crop_index, transfer_plan
+from dmesh.core.plan import Step, crop_index
+from dmesh.core.transfers import transfer_crosses, transfer_plan
 
 __all__ = ["partial_term", "run_steps", "transfer"]
 
@@ -131,30 +133,66 @@ def transfer(
     comm: MPI.Intracomm,
     out_shape: tuple[int, ...],
 ) -> Any:
-    """Move the rectangles of :func:`transfer_plan` with one ``Alltoallv`` over ``comm``.
+    """Move the rectangles of :func:`~dmesh.core.transfers.transfer_plan` over ``comm``.
 
     Collective over ``comm``. ``local`` is this rank's block in ``src`` (ranks
     of ``comm`` at each coordinate: ``src_ranks``); the result is its block in
-    ``dst``, of shape ``out_shape``.
+    ``dst``, of shape ``out_shape``. The piece a rank keeps is copied straight
+    from ``local``; the pieces that cross ranks travel in one ``Alltoallv``
+    (zero counts to itself), skipped on every rank when none crosses, which
+    every rank knows from the layouts (``transfer_crosses``).
     """
-    sends, receives = transfer_plan(src, dst, src_ranks, dst_ranks, comm.Get_rank())
+    me = comm.Get_rank()
+    sends, receives = transfer_plan(src, dst, src_ranks, dst_ranks, me)
+    xp = array_module(local)
+    kept = [index for rank, index in sends if rank == me]
+    into = [index for rank, index in receives if rank == me]
+    incoming = [(rank, index) for rank, index in receives if rank != me]
+    flat = xp.empty(0, local.dtype)  # what arrives; nothing when no piece crosses ranks
+    if transfer_crosses(src, dst, src_ranks, dst_ranks):
+        flat = _exchange(local, [(r, i) for r, i in sends if r != me], incoming, comm)
+        if not into and len(incoming) == 1 and flat.size == math.prod(out_shape):
+            return flat.reshape(out_shape)  # one piece is the whole block: no copy
+    out = xp.empty(out_shape, local.dtype)
+    if into:
+        out[into[0]] = local[kept[0]]
+    offset = 0
+    for _, index in incoming:  # in rank order, as all_to_all concatenates
+        shape = tuple(s.stop - s.start for s in index)
+        count = math.prod(shape)
+        out[index] = flat[offset : offset + count].reshape(shape)
+        offset += count
+    return out
+
+
+def _exchange(
+    local: Any,
+    sends: list[tuple[int, tuple[slice, ...]]],
+    receives: list[tuple[int, tuple[slice, ...]]],
+    comm: MPI.Intracomm,
+) -> Any:
+    """One ``Alltoallv`` of the pieces of ``local`` in ``sends``: what ``receives`` names, flat.
+
+    The pieces are packed into one buffer with one copy each (none for a
+    lone contiguous piece).
+    """
     nranks = comm.Get_size()
     xp = array_module(local)
     send_counts = [0] * nranks
-    pieces = []
+    shapes = []
     for rank, index in sends:
-        piece = local[index]
-        send_counts[rank] = piece.size
-        pieces.append(piece.ravel())
-    send = xp.concatenate(pieces) if pieces else xp.empty(0, local.dtype)
+        shapes.append(tuple(s.stop - s.start for s in index))
+        send_counts[rank] = math.prod(shapes[-1])
+    if len(sends) == 1:
+        send = xp.ascontiguousarray(local[sends[0][1]]).reshape(-1)
+    else:
+        send = xp.empty(sum(send_counts), local.dtype)
+        offset = 0
+        for (rank, index), shape in zip(sends, shapes):
+            count = send_counts[rank]
+            send[offset : offset + count].reshape(shape)[...] = local[index]
+            offset += count
     recv_counts = [0] * nranks
     for rank, index in receives:
         recv_counts[rank] = math.prod(s.stop - s.start for s in index)
-    flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_counts)
-    out = xp.empty(out_shape, local.dtype)
-    offset = 0
-    for rank, index in receives:  # in rank order, as all_to_all concatenates
-        count = recv_counts[rank]
-        out[index] = flat[offset : offset + count].reshape(tuple(s.stop - s.start for s in index))
-        offset += count
-    return out
+    return coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_counts)

@@ -179,6 +179,29 @@ def test_after_slicing(traffic_mesh: dmesh.DeviceMesh) -> None:
             v.equal(out.to_local(), expected_block(full[2:], out))
 
 
+def test_shifted_slices_move_only_the_rows_that_cross(comm: MPI.Intracomm) -> None:
+    """``z[2:]`` aligned to ``z[:-2]``'s blocks (a stencil): the transfer sent every
+    rank's whole block through the Alltoallv, the rows it keeps included. Now a rank
+    sends and receives only the rows that change rank: 2 at most, none on one rank."""
+    full = full_of((16, 5), np.float64)
+    with dmesh.init_mesh((comm.Get_size(),), comm=comm) as mesh:
+        z = dmesh.distribute(full, mesh, [Shard(0)])
+        layout = z[:-2].spec.layout
+        shifted = z[2:]
+        out, got = recorded(functools.partial(shifted.with_layout, layout))
+        bounds = shifted.spec.layout.bounds
+        row = 5 * full.itemsize
+        predicted = redistribute(
+            mesh.shape, (14, 5), full.itemsize, [Shard(0)], [Shard(0)], bounds, layout.bounds
+        )
+        check_traffic(mesh, predicted, got, "z[2:] with z[:-2]'s layout")
+        with Verdict(mesh.comm()) as v:
+            v.equal(out.to_local(), full[2:][layout.slices(mesh.coordinate)])
+            v.check(all(c.received_bytes <= 2 * row for c in got), f"received {got}")
+            v.check(all(c.sent_bytes <= 2 * row for c in got), f"sent {got}")
+            v.check(mesh.size() > 1 or not got, f"one rank made calls: {got}")
+
+
 def other_meshes(m: dmesh.DeviceMesh) -> list[tuple[tuple[int, ...], bool]]:
     """Target mesh shapes over the same ranks, and whether their ranks run in reverse."""
     p = m.size()

@@ -21,9 +21,10 @@ without a step. Several mesh dims are changed one by one, local slices first
 (they shrink the data) and gathers last (they grow it), as long as each step
 only involves tensor dims that one mesh dim shards. Everything else (nested
 shardings, a change of block boundaries such as uneven -> balanced, another
-mesh over the same ranks) is one *transfer*: every rank computes where each
-source block meets each target block and one ``Alltoallv`` moves exactly
-those rectangles, each target element coming from one holder of it. No rank
+mesh over the same ranks) is one *transfer* (:mod:`dmesh.core.transfers`):
+every rank computes where each source block meets each target block, copies
+the piece it keeps, and one ``Alltoallv`` moves exactly the rectangles that
+cross ranks, each target element coming from one holder of it. No rank
 ever holds more than its target block plus what it sends, so the full array
 appears only where the target replicates it. A transfer to another mesh
 (``same_mesh=False``) is made even between equal layouts, since a coordinate
@@ -47,11 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError
 from dmesh.core.layout import Layout, sharding_mesh_dims
-from dmesh.core.placement import Partial, Placement, Replicate, Shard, shorts
+from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.transfers import intersect
 
-__all__ = ["Step", "crop_index", "estimate_cost", "plan_redistribution", "transfer_plan"]
+__all__ = ["Step", "crop_index", "estimate_cost", "plan_redistribution"]
 
 Step = tuple[Any, ...]
 
@@ -187,7 +188,7 @@ def _most_received(src: Layout, dst: Layout) -> int:
     most = 0
     for coord in _coords(dst):
         target = dst.block(coord)
-        meet = _intersect(target, src.block(coord))
+        meet = intersect(target, src.block(coord))
         most = max(most, _volume(target) - (_volume(meet) if meet is not None else 0))
     return most
 
@@ -311,84 +312,3 @@ def _per_dim_steps(cur: Layout, mid: Layout) -> list[Step] | None:
             steps.append(("all_to_all", m, i, j, mid.sizes(j), cur.sizes(i)))
             cur = _set(cur, m, Shard(j), mid.bounds[j])
     return steps if cur == mid else None
-
-
-@lru_cache(maxsize=1024)
-def transfer_plan(
-    src: Layout,
-    dst: Layout,
-    src_ranks: tuple[int, ...],
-    dst_ranks: tuple[int, ...],
-    me: int,
-) -> tuple[tuple[tuple[int, tuple[slice, ...]], ...], tuple[tuple[int, tuple[slice, ...]], ...]]:
-    """What rank ``me`` sends to and receives from whom in a transfer from ``src`` to ``dst``.
-
-    ``src_ranks``/``dst_ranks`` give the communicator rank at each mesh
-    coordinate (row-major) of the source and target meshes. Returns
-    ``(sends, receives)``: ``(rank, slices)`` pairs in rank order, the slices
-    relative to this rank's source block (sends) or target block (receives).
-    Each target element comes from one holder: the receiver itself when it
-    holds it, otherwise holder number ``receiver % holders``, which spreads a
-    replicated source's load over its replicas. A ``Partial`` mesh dim of
-    ``src`` must be the same in ``dst`` (one mesh): its terms stay at their
-    coordinate along it, so only ranks at the same coordinate there hold the
-    same term.
-    """
-    terms = tuple(m for m, p in enumerate(src.placements) if isinstance(p, Partial))
-    if terms and (
-        dst.mesh_shape != src.mesh_shape
-        or any(dst.placements[m] != src.placements[m] for m in terms)
-    ):
-        raise ArgumentError(
-            f"transfer_plan: from {shorts(src.placements)} to {shorts(dst.placements)}: the "
-            f"partial mesh dims {terms} must stay alike (a transfer moves terms, it does not "
-            "add them); reduce them first"
-        )
-    src_coords = list(np.ndindex(*src.mesh_shape))
-    dst_coords = list(np.ndindex(*dst.mesh_shape))
-    holders: dict[tuple[Any, ...], list[int]] = {}  # (block, term) -> ranks
-    for coord, rank in zip(src_coords, src_ranks):
-        holders.setdefault(_holding(src, coord, terms), []).append(rank)
-
-    def sender(block_holders: list[int], receiver: int) -> int:
-        if receiver in block_holders:
-            return receiver
-        return block_holders[receiver % len(block_holders)]
-
-    sends: list[tuple[int, tuple[slice, ...]]] = []
-    if me in src_ranks:
-        mine, term = _holding(src, src_coords[src_ranks.index(me)], terms)
-        for coord, rank in zip(dst_coords, dst_ranks):
-            meet = _intersect(mine, dst.block(coord))
-            if (
-                meet is not None
-                and _holding(dst, coord, terms)[1] == term
-                and sender(holders[mine, term], rank) == me
-            ):
-                sends.append((rank, _relative(meet, mine)))
-    receives: list[tuple[int, tuple[slice, ...]]] = []
-    if me in dst_ranks:
-        target, term = _holding(dst, dst_coords[dst_ranks.index(me)], terms)
-        for (block, block_term), block_holders in holders.items():
-            meet = _intersect(block, target)
-            if meet is not None and block_term == term:
-                receives.append((sender(block_holders, me), _relative(meet, target)))
-    return tuple(sorted(sends, key=lambda s: s[0])), tuple(sorted(receives, key=lambda r: r[0]))
-
-
-def _holding(layout: Layout, coord: Any, terms: tuple[int, ...]) -> tuple[Any, Any]:
-    """The block at ``coord`` and which term of it (its coordinate along the ``terms`` dims)."""
-    return layout.block(coord), tuple(int(coord[m]) for m in terms)
-
-
-def _intersect(
-    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
-) -> tuple[tuple[int, int], ...] | None:
-    meet = tuple((max(x0, y0), min(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b))
-    return None if any(lo >= hi for lo, hi in meet) else meet
-
-
-def _relative(
-    meet: tuple[tuple[int, int], ...], block: tuple[tuple[int, int], ...]
-) -> tuple[slice, ...]:
-    return tuple(slice(lo - b0, hi - b0) for (lo, hi), (b0, _) in zip(meet, block))

@@ -193,7 +193,7 @@ def _spec_text(spec: DArraySpec) -> str:
 def _step_text(step: tuple[Any, ...]) -> str:
     kind = step[0]
     if kind == "transfer":
-        return "one all_to_all of the overlapping blocks"
+        return "one all_to_all of the pieces that cross ranks (kept pieces copied locally)"
     if len(step) > 1 and isinstance(step[1], int):
         return f"{kind} over mesh dim {step[1]}"
     return str(kind)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ import numpy as np
 from dmesh.core.fft_plan import Transform, axis_blocks, one_d_transforms, plan_fft
 from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
-from dmesh.core.plan import plan_redistribution, transfer_plan
+from dmesh.core.plan import plan_redistribution
+from dmesh.scaling.redistribution import transfer
 from dmesh.scaling.traffic import Call, Traffic, per_rank
 
 __all__ = ["fft_four_step", "fftn_layout", "fftn_transposes", "fftshift", "four_step_split"]
@@ -69,7 +71,6 @@ def _move_calls(src: Layout, dst: Layout, itemsize: int, coord: tuple[int, ...])
     """This rank's calls in ``with_layout`` from ``src`` to ``dst`` (one mesh)."""
     calls = []
     block = list(src.local_shape(coord))
-    ranks = tuple(range(math.prod(src.mesh_shape)))
     me = int(np.ravel_multi_index(coord, src.mesh_shape)) if coord else 0
     for step in plan_redistribution(src, dst, True):
         kind = step[0]
@@ -79,19 +80,20 @@ def _move_calls(src: Layout, dst: Layout, itemsize: int, coord: tuple[int, ...])
             block[j], block[i] = split_sizes[coord[m]], sum(concat_sizes)
             group = src.mesh_shape[m]
             calls.append(Call("all_to_all", group, sent, math.prod(block) * itemsize))
-        elif kind == "transfer":
-            sends, receives = transfer_plan(step[1], step[2], ranks, ranks, me)
-            moved = [
-                sum(math.prod(s.stop - s.start for s in index) for _, index in pieces)
-                for pieces in (sends, receives)
-            ]
-            calls.append(Call("all_to_all", len(ranks), moved[0] * itemsize, moved[1] * itemsize))
+        elif kind == "transfer":  # the pieces that cross ranks, in one all_to_all
+            calls.extend(_transfer_calls(step[1], step[2], itemsize)[me])
             block = list(step[2].local_shape(coord))
         elif kind in ("crop", "slice"):
             block = list(step[-1].local_shape(coord))
         else:  # pragma: no cover - a layout move of an FFT takes no other step
             raise ValueError(f"fft: unexpected redistribution step {kind!r}")
     return calls
+
+
+@lru_cache(maxsize=64)
+def _transfer_calls(src: Layout, dst: Layout, itemsize: int) -> tuple[Traffic, ...]:
+    """Every rank's calls in one transfer (computed once for all the ranks' formulas)."""
+    return tuple(transfer(src, dst, itemsize))
 
 
 # -- n-D: slab and pencil ------------------------------------------------------------------

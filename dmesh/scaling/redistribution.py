@@ -24,13 +24,16 @@ the ``all_reduce`` time is Rabenseifner's, for long vectors; short ones take
 ``L (a + B b)``.) A mesh dim of size 1 changes placement without a call.
 Several mesh dims change one step each, slices first and gathers last, so each
 step's ``B`` is the block as the steps before left it. Everything else is one
-*transfer*: an ``all_to_all`` over the whole mesh (``p`` ranks) in which a
-rank's input is the pieces of its block that target blocks need from it (each
-target element comes from one holder: the receiver itself if it holds it, else
-holder ``receiver % holders``) and its result is its whole target block, the
-piece it keeps counted on both sides. Between balanced layouts on one mesh a
-rank receives ``N/P_dst``; a transfer to a replicated target receives ``N`` on
-every rank.
+*transfer*: each target element comes from one holder (the receiver itself if
+it holds it, else holder ``receiver % holders``); the piece a rank keeps is
+copied locally, and the pieces that cross ranks travel in one ``all_to_all``
+over the whole mesh (``p`` ranks; every rank takes part, with nothing to send
+or receive if so), in which a rank's input is the pieces of its block that
+other ranks' target blocks need from it and its result the rest of its target
+block. When no piece crosses ranks (a replicated source; another mesh whose
+coordinates are the same ranks and blocks) there is no call. Between balanced
+layouts on one mesh a rank receives ``N/P_dst`` less what it keeps; a transfer
+of a sharded array to a replicated target receives ``N`` less its own block.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def layout_traffic(
             elif kind in ("slice", "crop"):
                 block = list(step[-1].local_shape(coord))  # the target's piece, kept locally
             elif kind == "transfer":
-                calls.append(moves[n][me][0])
+                calls.extend(moves[n][me])
                 block = list(step[2].local_shape(_coord_of(step[2], ranks, me)))
         return calls
 
@@ -159,21 +162,25 @@ def _reshape(block: list[int], step: tuple[Any, ...], coord: tuple[int, ...]) ->
 def transfer(
     src: Layout, dst: Layout, itemsize: int, dst_ranks: Sequence[int] | None = None
 ) -> list[Traffic]:
-    """Every rank's one ``all_to_all`` (over all ``p`` ranks) in a transfer ``src -> dst``.
+    """Every rank's calls in a transfer ``src -> dst``: an ``all_to_all`` over ``p`` ranks, or none.
 
-    A rank receives its whole target block, and sends each target block the
-    part of its source block that it is the chosen holder of: the receiver
-    itself when it holds the element, else holder number ``receiver %
-    holders`` of the block (partial terms stay at their coordinate). The
-    piece a rank keeps counts on both sides. One holder per block: uneven
-    blocks ``n_r`` -> balanced ``m_r`` (``rebalance``): rank ``r`` sends its
-    whole block, ``n_r s``, and receives ``m_r s``; a sharded source to a
-    replicated target (nested ``(S0, S0)->R``): every rank sends its block to
-    all ``p`` ranks and receives ``N``, so ``N`` each way. ``(S0, R)->(R, S0)``
-    on ``(p0, p1)``: rank ``(c0, c1)`` sends ``p0 len(I_c0 & J_c1)`` rows (its
-    rows ``I_c0`` that the target rows ``J_c1`` need), ``N/p1`` on average, and
-    receives ``N/p1``. A replicated source to anything: ``N/P_dst`` in and out,
-    each rank serving itself. ``dst_ranks``: the source mesh rank at each target coordinate.
+    Each target element comes from one holder: the receiver itself when it
+    holds the element, else holder number ``receiver % holders`` of the block
+    (partial terms stay at their coordinate). The piece a rank keeps is
+    copied locally and never counted; a rank sends each other rank's target
+    block the part of its source block it is the chosen holder of, and
+    receives the rest of its target block. When no piece crosses ranks, no
+    rank makes the call. One holder per block: uneven blocks ``n_r`` (rows
+    ``I_r``) -> balanced ``m_r`` (rows ``J_r``, ``rebalance``): rank ``r``
+    sends ``(n_r - len(I_r & J_r)) s`` and receives ``(m_r - len(I_r & J_r))
+    s``; a sharded source to a replicated target (nested ``(S0, S0)->R``):
+    every rank sends its block ``B`` to the ``p - 1`` others and receives
+    ``N - B``. ``(S0, R)->(R, S0)`` on ``(p0, p1)``: rank ``(c0, c1)`` sends
+    ``(p0 - 1) len(I_c0 & J_c1)`` rows (its rows ``I_c0`` that the target rows
+    ``J_c1`` of the ranks ``(*, c1)`` need) and receives ``len(J_c1) -
+    len(I_c0 & J_c1)`` rows. A replicated source to anything: no call, each
+    rank serving itself. ``dst_ranks``: the source mesh rank at each target
+    coordinate.
     """
     p = math.prod(src.mesh_shape)
     ranks = tuple(range(p)) if dst_ranks is None else tuple(int(r) for r in dst_ranks)
@@ -183,16 +190,19 @@ def transfer(
         key = (src.block(coord), tuple(coord[m] for m in terms))
         holders.setdefault(key, []).append(r)
     sent, received = [0] * p, [0] * p
+    crosses = False
     for receiver, coord in zip(ranks, np.ndindex(*dst.mesh_shape)):
         target, term = dst.block(coord), tuple(coord[m] for m in terms)
         for (box, box_term), who in holders.items():
-            if box_term != term:
+            if box_term != term or receiver in who:  # the piece it keeps does not travel
                 continue
             volume = math.prod(max(0, min(b, d) - max(a, c)) for (a, b), (c, d) in zip(box, target))
             if volume:
-                sender = receiver if receiver in who else who[receiver % len(who)]
-                sent[sender] += volume * itemsize
+                crosses = True
+                sent[who[receiver % len(who)]] += volume * itemsize
                 received[receiver] += volume * itemsize
+    if not crosses:
+        return [() for _ in range(p)]
     return [(Call("all_to_all", p, sent[r], received[r]),) for r in range(p)]
 
 

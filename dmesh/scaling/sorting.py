@@ -16,7 +16,8 @@ the sample sort of ``dmesh/ops/kernels/sort.py``, whose calls are, in order:
 4. ``all_gather`` of the new block lengths ``m_r`` (8 bytes, ``8 k``);
 5. the rebalance of the blocks ``m_r`` to balanced ones when any ``m_r`` is
    off balance: a transfer, one ``all_to_all`` over the whole mesh, of
-   ``m_r s`` bytes in and ``n/k s`` out.
+   ``(m_r - k_r) s`` bytes in and ``(n/k - k_r) s`` out, ``k_r`` the
+   elements the rank keeps (copied locally, not sent).
 
 ``argsort`` (and ``unique`` with ``return_index`` or ``return_inverse``)
 carries the 8-byte global indices through steps 3 and 5 as well.

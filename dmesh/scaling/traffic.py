@@ -3,8 +3,9 @@
 A :class:`dmesh.scaling.Call` holds what :class:`dmesh.debug.CommMode` records of one
 collective on one rank: the collective's name, the size of the group it ran
 over, and the bytes of this rank's input and result buffers (``all_to_all``
-counts the whole input, the piece a rank keeps included; ``permute`` counts
-the input only on a rank that sends). A formula returns one :data:`Traffic`
+counts the whole input, the piece a rank keeps included, except in a
+redistribution's transfer, whose input holds only what other ranks need;
+``permute`` counts the input only on a rank that sends). A formula returns one :data:`Traffic`
 per rank, in the mesh's row-major coordinate order, which is the rank order
 of a mesh made by ``dmesh.init_mesh``.
 """

@@ -48,8 +48,8 @@ from dmesh.core.plan import (
     crop_index,
     estimate_cost,
     plan_redistribution,
-    transfer_plan,
 )
+from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.creation import _make_partial
 from dmesh.redistribution import partial_term, run_steps
 from references import reduce_reference
@@ -255,6 +255,8 @@ class Simulation:
         assert src.mesh_shape == self.mesh
         plans = {me: transfer_plan(src, dst, self.ranks, dst_ranks, me) for me in self.ranks}
         sent = {(me, to): self.blocks[me][i] for me, (out, _) in plans.items() for to, i in out}
+        crossing = any(me != to for me, to in sent)  # else no rank makes the Alltoallv
+        assert crossing == transfer_crosses(src, dst, self.ranks, dst_ranks), "transfer: crosses"
         self.mesh, self.ranks = dst_mesh, dst_ranks
         blocks = {}
         for c in coords(dst_mesh):

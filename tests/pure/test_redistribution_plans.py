@@ -7,7 +7,8 @@ import pytest
 
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate, Shard
-from dmesh.core.plan import plan_redistribution, transfer_plan
+from dmesh.core.plan import plan_redistribution
+from dmesh.core.transfers import transfer_crosses, transfer_plan
 
 R, S0, S1, P = Replicate(), Shard(0), Shard(1), Partial("sum")
 
@@ -72,3 +73,8 @@ def test_replicated_sources_share_the_load() -> None:
         sends, receives = transfer_plan(line, square, (0, 1, 2, 3), (0, 1, 2, 3), me)
         assert [dest for dest, _ in sends] == [me]
         assert [src for src, _ in receives] == [me]
+    # Nothing crosses ranks: every rank knows it from the layouts, and none makes the Alltoallv.
+    assert not transfer_crosses(line, square, (0, 1, 2, 3), (0, 1, 2, 3))
+    assert transfer_crosses(line, square, (0, 1, 2, 3), (3, 2, 1, 0)) is False
+    split = Layout.balanced((4,), (S0,), (8, 2))
+    assert transfer_crosses(split, split, (0, 1, 2, 3), (1, 0, 2, 3))
