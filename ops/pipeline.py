@@ -32,7 +32,7 @@ from dmesh.convert import distribute
 from dmesh.core.placement import Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.ops import registry
+from dmesh.ops import aligned, registry
 from dmesh.ops.propagation import Decision, decide
 from dmesh.ops.registry import Call, Rule
 
@@ -179,6 +179,11 @@ def perform(
     """
     decision = step.decision
     if decision.any_move:
+        if step.run is None and not kwargs and donor < 0 and type(func) is np.ufunc:
+            # Shifted slices of one array: computed in pieces, only crossing cells sent.
+            piecewise = aligned.run(func, decision, list(operands), mesh)
+            if piecewise is not None:
+                return piecewise
         blocks = align(operands, decision)
     elif len(operands) == 1:  # np.sum(a)
         x = operands[0]

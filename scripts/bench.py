@@ -33,6 +33,9 @@ BENCHMARKS = [
     ("bench_sets.py", 2),
     ("bench_statistics.py", 2),
     ("bench_compile.py", 2),
+    ("bench_programs.py", 1),  # NumPy programs run unchanged on DArrays, at 1 and 2 ranks
+    ("bench_programs.py", 2),
+    ("bench_indexing.py", 1),
     ("bench_gpu.py", 1),  # one line saying it skipped where there is no GPU
 ]
 

@@ -173,3 +173,10 @@ def test_masks(traffic_mesh: dmesh.DeviceMesh) -> None:
                 want = full.copy()
                 want[mask_full] = 9
                 v.equal(a.local, want[a.spec.layout.slices(m.coordinate)])
+                values = np.arange(positions.size, dtype=full.dtype)
+                _, got = recorded(partial(a.__setitem__, mask, values))
+                predicted = mask_assign(m.shape, shape[0], s, placements, positions,
+                                        mask_placements, scalar=False)  # fmt: skip
+                check_traffic(m, predicted, got, "a[mask] = values: " + label)
+                want[mask_full] = values
+                v.equal(a.local, want[a.spec.layout.slices(m.coordinate)])

@@ -236,10 +236,14 @@ def mask_assign(
     placements: Sequence[Placement],
     positions: np.ndarray,
     mask_placements: Sequence[Placement] | None = None,
+    scalar: bool = True,
 ) -> list[Traffic]:
     """Every rank's calls in ``a[mask] = v`` for 1-D ``a`` and ``mask`` (``v`` scalar or ndarray).
 
-    ``positions`` are the True positions (``np.flatnonzero(mask)``). The
+    ``positions`` are the True positions (``np.flatnonzero(mask)``). A
+    scalar ``v``: the mask is laid out like ``a`` (no call when its
+    placements are ``a``'s; otherwise its move, 1-byte elements), then each
+    rank writes its own block: nothing else is sent. An array ``v``: the
     mask's ``nonzero`` shares each block's count (one ``all_gather``, as
     :func:`mask_select`), then its positions, a DArray index with uneven
     blocks, take :func:`setitem`'s path: kept in place when the mask's
@@ -252,6 +256,10 @@ def mask_assign(
     mask_layout = Layout.balanced(
         mesh_shape, tuple(placements if mask_placements is None else mask_placements), (length,)
     )
+    if scalar:
+        target = Layout.balanced(mesh_shape, tuple(placements), (length,))
+        moved = layout_traffic(mask_layout, target, 1)
+        return [tuple(moved[r]) for r in range(math.prod(mesh_shape))]
     dims = sharding_mesh_dims(mask_layout.placements, 0)
     index_placements = tuple(Shard(0) if m in dims else Replicate() for m in range(len(mesh_shape)))
     bounds = None

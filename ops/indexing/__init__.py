@@ -10,15 +10,26 @@ response (two all-to-alls, nothing gathered). :func:`install` connects
 from __future__ import annotations
 
 from dmesh import _hooks
-from dmesh.ops.indexing import assign, basic, choices, fancy, masks, multi_index, views, writes
+from dmesh.ops.indexing import (
+    assign,
+    basic,
+    choices,
+    fancy,
+    masks,
+    multi_index,
+    plans,
+    views,
+    writes,
+)
 
 
 def install() -> None:
     """Route ``DArray.__getitem__`` and ``__setitem__`` here (``dmesh._hooks``)."""
-    _hooks.getitem = basic.getitem
+    _hooks.getitem = plans.getitem
     _hooks.setitem = assign.setitem
 
 
 __all__ = [
-    "assign", "basic", "choices", "fancy", "install", "masks", "multi_index", "views", "writes",
+    "assign", "basic", "choices", "fancy", "install", "masks", "multi_index", "plans", "views",
+    "writes",
 ]  # fmt: skip

@@ -17,6 +17,8 @@ import numpy as np
 
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
@@ -25,6 +27,7 @@ from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.basic import NOT_HELD, expand_key, plan_index
 from dmesh.ops.indexing.fancy import block_of
 from dmesh.ops.indexing.operands import reduce_in_place
+from dmesh.ops.indexing.plans import plain_key, selection
 
 __all__ = ["setitem"]
 
@@ -39,6 +42,9 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     it becomes replicated along its partial mesh dims.
     """
 
+    hashable = plain_key(key)
+    if hashable is not None and _planned(a, key, hashable, value):
+        return
     view = a._view
     if view is not None:  # a detached view: the write goes to its root (dmesh.ops.indexing.views)
         _write_through(a, view, key, value)
@@ -48,6 +54,13 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     # Writing into partial terms would leave terms that no longer sum to the
     # written value: the array is reduced in place first (collective).
     reduce_in_place(a)
+    if _whole_mask(a, key) and isinstance(value, _SCALARS + (np.ndarray,)) and np.ndim(value) == 0:
+        # a[mask] = x, the mask of a's shape: local once laid out like a (Game of Life's
+        # Z[birth | survive] = 1), no nonzero() and no exchange.
+        mask = key.with_layout(a._spec.layout)
+        if a.mesh.coordinate is not None:
+            a.local[mask._local] = value
+        return
     if masks.has_mask(key):  # the mask's nonzero() arrays: values go to the True positions
         key = masks.expand_masks(a, key)
     if fancy_indexing.is_advanced(key):
@@ -71,6 +84,99 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         full = xp.flip(full, mirrored)
     coord = a.mesh.coordinate
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
+
+
+_SCALARS = (int, float, complex, bool, np.generic)
+_value_layouts: dict[tuple[Any, ...], Layout | None] = {}
+
+
+def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
+    """``a[key] = value`` from the plan cache, when nothing needs the general path.
+
+    That is: ``a`` has no partial terms (or is a live detached view, whose
+    holders write their blocks, the root's elements, and whose other ranks
+    keep their identity terms), no block is mirrored, and the value is a
+    scalar, an array every rank holds, or a DArray on ``a``'s mesh (laid out
+    like the selection, replicated along the mesh dims where one coordinate
+    holds an int-indexed element). False leaves the write to the general
+    path, with nothing done.
+    """
+    view = a._view
+    plan = selection(a._spec, key, hashable)
+    if plan.mirrored:
+        return False
+    if view is None:
+        if plan.partial:  # partial terms: reduced first, by the general path
+            return False
+    elif not view.live:
+        return False
+    if isinstance(value, DArray):
+        if value.mesh is not a.mesh:
+            return False
+        if view is None and views.same_view(a, key, value):  # a[k] += 1's last step
+            return True
+        target = _value_layout(a._spec, hashable, plan.writable, value)
+        if target is None:
+            return False
+        moved = value if value._spec.layout == target else value.with_layout(target)
+        if plan.local is not None and (view is None or view.held):
+            a.local[plan.local] = moved._local
+        return True
+    if not isinstance(value, _SCALARS):
+        xp = array_module(a._local)
+        value = xp.asarray(value)
+        if value.ndim:  # an array every rank holds whole: each writes the part it selects
+            full = xp.broadcast_to(value, plan.layout.shape)  # (raises on every rank alike)
+            coord = a.mesh.coordinate
+            value = full if coord is None else full[plan.layout.slices(coord)]
+    if plan.local is not None and (view is None or view.held):
+        a.local[plan.local] = value
+    return True
+
+
+def _value_layout(
+    spec: DArraySpec, hashable: Any, selected: Layout, value: DArray
+) -> Layout | None:
+    """The layout a DArray value of ``a[key] = value`` takes so its blocks meet the selection's.
+
+    Dims the value broadcasts over are replicated, the others cut as the
+    selection is; None where the value needs the general path (more dims
+    than the selection, or shapes that do not broadcast: it raises there).
+    """
+    cache_key = (spec, hashable, value._spec)
+    if cache_key in _value_layouts:
+        return _value_layouts[cache_key]
+    target: Layout | None = None
+    lead = len(selected.shape) - value.ndim
+    fits = lead >= 0 and all(
+        v in (1, s) for v, s in zip(value.shape, selected.shape[lead:], strict=True)
+    )
+    if fits:
+        own = [
+            d >= lead and value.shape[d - lead] == selected.shape[d]
+            for d in range(lead + value.ndim)
+        ]
+        placements = tuple(
+            Shard(q.dim - lead) if isinstance(q, Shard) and own[q.dim] else Replicate()
+            for q in selected.placements
+        )
+        bounds = tuple(selected.bounds[d] if own[d] else None for d in range(lead, len(own)))
+        target = Layout(selected.mesh_shape, placements, value.shape, bounds)
+    if len(_value_layouts) >= 4096:
+        _value_layouts.clear()
+    _value_layouts[cache_key] = target
+    return target
+
+
+def _whole_mask(a: DArray, key: Any) -> bool:
+    """Whether ``key`` is a boolean DArray of ``a``'s shape on ``a``'s mesh."""
+    return (
+        type(key) is DArray
+        and key.dtype == np.bool_
+        and key.shape == a.shape
+        and key.mesh is a.mesh
+        and bool(key.ndim)
+    )
 
 
 def _write_through(a: DArray, view: views.ViewOf, key: Any, value: Any) -> None:

@@ -208,7 +208,8 @@ def getitem(a: DArray, key: Any) -> DArray:
         result = DArray(a.local[plan.local + (Ellipsis,)], spec)
     for dim in plan.mirrored:
         result = mirror_blocks(result, dim)
-    views.record(a, key, result, bool(plan.owners), bool(plan.mirrored))
+    holds = a.mesh.coordinate is not None and all(k is not NOT_HELD for k in plan.local)
+    views.record(a, key, result, bool(plan.owners), bool(plan.mirrored), holds)
     return result
 
 

@@ -62,6 +62,7 @@ class ViewOf(NamedTuple):
     root: DArray  # never itself detached
     items: tuple[Item, ...]  # one per root dim (int or range), None for new axes
     live: bool  # the holder's block is a view of root's: later root writes show
+    held: bool  # this rank's block is the root's elements (not identity terms): rank-local
 
 
 def _index(item: Any) -> int:
@@ -147,23 +148,27 @@ def root_key(items: tuple[Item, ...]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def record(parent: DArray, key: Any, result: DArray, held: bool, mirrored: bool) -> None:
+def record(
+    parent: DArray, key: Any, result: DArray, owned: bool, mirrored: bool, holds: bool
+) -> None:
     """Mark ``result = parent[key]`` as a detached view when it is one (see the module).
 
-    ``held``: an int index on a sharded dim (one coordinate holds the
+    ``owned``: an int index on a sharded dim (one coordinate holds the
     element); ``mirrored``: a negative step on a sharded dim (a copy). Both
     come from the key and the layout, so every rank records the same.
+    ``holds``: this rank's block of ``result`` is ``parent``'s elements.
     """
     view: ViewOf | None = parent._view
     if view is not None:
         items = compose(view.items, key, parent.ndim)
         if items is not None:
-            result._view = ViewOf(view.root, items, view.live and not mirrored)
+            live = view.live and not mirrored
+            result._view = ViewOf(view.root, items, live, view.held and holds)
         return
     partial = any(p.is_partial() for p in parent.placements)
-    if held or mirrored or partial:
+    if owned or mirrored or partial:
         live = not (partial or mirrored)
-        result._view = ViewOf(parent, normalize(parent.shape, key), live)
+        result._view = ViewOf(parent, normalize(parent.shape, key), live, holds)
 
 
 def refresh(view: DArray) -> None:

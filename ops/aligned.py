@@ -1,0 +1,241 @@
+"""Elementwise ufuncs over operands whose blocks are cut differently, computed in pieces.
+
+Shifted slices of one sharded array (``u[1:] - u[:-1]``, the eight
+neighbours of Game of Life, a 5-point stencil) have the same placements and
+block boundaries shifted by a few cells. Aligning them the general way
+moves each shifted operand into the result's layout: a new block, filled
+from the operand's own block and a few cells of its neighbours'. Here the
+result block is computed piece by piece instead: it is cut where any moved
+operand's piece changes hands, each piece of the result is the ufunc of the
+operands' pieces (views of their own blocks where the rank holds them, the
+received cells elsewhere), and only the cells that cross ranks travel, in
+one ``Alltoallv`` for all moved operands (their bytes packed together).
+Nothing of a block is copied, so a stencil costs the arithmetic and one
+message round per op, not a copy of each operand.
+
+Applies to a ufunc call with one output and no keywords whose moved
+operands have the result's shape, no partial placements and moves on the
+same mesh (the pieces come from :func:`~dmesh.core.plan.transfer_plan`,
+pure and cached); anything else takes the general path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import dmesh.collectives as coll
+from dmesh.core.layout import Layout
+from dmesh.core.plan import transfer_plan
+from dmesh.darray import DArray
+from dmesh.ops.propagation import Decision
+
+__all__ = ["pieces_apply", "run"]
+
+Slices = tuple[slice, ...]
+
+
+class Moved(NamedTuple):
+    """One moved operand's part in a piecewise call, on one rank."""
+
+    index: int  # the operand's position
+    kept: tuple[Slices, Slices] | None  # (in its block, in the result block)
+    incoming: tuple[tuple[int, Slices], ...]  # (sender, slices in the result block), rank order
+    outgoing: tuple[tuple[int, Slices], ...]  # (receiver, slices in its block), rank order
+
+
+class Piecewise(NamedTuple):
+    """A planned piecewise call: the moved operands, whether any cell crosses ranks, the cuts."""
+
+    moved: tuple[Moved, ...]
+    crosses: bool  # the same on every rank: from the layouts alone
+    boxes: tuple[Slices, ...]  # the result block cut where any moved piece changes hands
+
+
+def _ranks(mesh: Any) -> tuple[int, ...]:
+    return tuple(range(mesh.size()))
+
+
+@lru_cache(maxsize=1024)
+def plan(
+    sources: tuple[Layout | None, ...],
+    targets: tuple[Layout | None, ...],
+    result: Layout,
+    me: int,
+    nranks: int,
+    coord: tuple[int, ...],
+) -> Piecewise | None:
+    """The piecewise plan of a call, or None when it does not apply (pure, cached).
+
+    ``sources``/``targets``: each operand's layout before and after the
+    decision (None for an operand that does not move or is no DArray).
+    """
+    ranks = tuple(range(nranks))
+    moved: list[Moved] = []
+    crosses = False
+    out_shape = result.local_shape(coord)
+    for i, (src, dst) in enumerate(zip(sources, targets)):
+        if src is None or dst is None:
+            continue
+        if src.shape != result.shape or any(
+            p.is_partial() for p in src.placements + dst.placements
+        ):
+            return None
+        sends, receives = transfer_plan(src, dst, ranks, ranks, me)
+        kept_src = next((index for rank, index in sends if rank == me), None)
+        kept_dst = next((index for rank, index in receives if rank == me), None)
+        kept = None if kept_src is None or kept_dst is None else (kept_src, kept_dst)
+        incoming = tuple((r, index) for r, index in receives if r != me)
+        outgoing = tuple((r, index) for r, index in sends if r != me)
+        moved.append(Moved(i, kept, incoming, outgoing))
+        # Whether any rank sends: every rank computes every rank's plan (cached, pure).
+        crosses = crosses or any(
+            any(r != other for r, _ in transfer_plan(src, dst, ranks, ranks, other)[0])
+            for other in ranks
+        )
+    if not moved:
+        return None
+    cuts: list[set[int]] = [{0, n} for n in out_shape]
+    for m in moved:
+        boxes = ([m.kept[1]] if m.kept is not None else []) + [index for _, index in m.incoming]
+        for box in boxes:
+            for d, s in enumerate(box):
+                cuts[d].update((s.start, s.stop))
+    intervals = [sorted(c) for c in cuts]
+    boxes = tuple(
+        tuple(slice(lo, hi) for lo, hi in box)
+        for box in itertools.product(*(list(itertools.pairwise(c)) for c in intervals))
+        if all(hi > lo for lo, hi in box)
+    )
+    return Piecewise(tuple(moved), crosses, boxes)
+
+
+def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> DArray | None:
+    """``func(*operands)`` computed in pieces (see the module); None where it does not apply."""
+    coord = mesh.coordinate
+    if coord is None or func.nout != 1 or func.signature is not None or not decision.result.shape:
+        return None
+    if any(p.is_partial() for p in decision.result.placements):
+        return None
+    blocks = [x._local if isinstance(x, DArray) else x for x in operands]
+    if any(type(b) is not np.ndarray for b in blocks if hasattr(b, "shape") and b.ndim):
+        return None  # (NumPy blocks only: the pieces are computed into np.empty)
+    sources = tuple(x._spec.layout if move else None for x, move in zip(operands, decision.moves))
+    targets = tuple(t if move else None for t, move in zip(decision.operands, decision.moves))
+    comm = mesh.comm()
+    piecewise = plan(sources, targets, decision.result, comm.Get_rank(), comm.Get_size(), coord)
+    if piecewise is None:
+        return None
+    out_shape = decision.result.local_shape(coord)
+    for x, move in zip(operands, decision.moves):
+        if isinstance(x, DArray) and not move and not _fits(x, out_shape, decision.result.shape):
+            return None
+    received = _exchange(piecewise, operands, comm) if piecewise.crosses else {}
+    empty = [b[(slice(0, 0),) * b.ndim] if hasattr(b, "ndim") and b.ndim else b for b in blocks]
+    dtype = func(*empty).dtype
+    out = np.empty(out_shape, dtype)
+    pieces_apply(func, piecewise, blocks, received, operands, decision.result.shape, out)
+    return DArray(out, decision.result_spec(mesh, dtype))
+
+
+def _fits(x: DArray, out_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether ``x``'s block has the result block's extent on every dim it does not broadcast."""
+    lead = len(shape) - x.ndim
+    block = x._local.shape
+    return lead >= 0 and all(
+        (x.shape[d] == 1 and shape[d + lead] != 1) or block[d] == out_shape[d + lead]
+        for d in range(x.ndim)
+    )
+
+
+def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tuple[int, int], Any]:
+    """The crossing cells of every moved operand in one ``Alltoallv`` of bytes.
+
+    Returns ``{(operand, sender): cells}`` with each received piece in its shape.
+    """
+    nranks = comm.Get_size()
+    send_parts: list[list[Any]] = [[] for _ in range(nranks)]
+    recv_bytes = [0] * nranks
+    for m in piecewise.moved:
+        block = operands[m.index]._local
+        for rank, index in m.outgoing:
+            send_parts[rank].append(np.ascontiguousarray(block[index]).view(np.uint8).reshape(-1))
+        item = block.dtype.itemsize
+        for rank, index in m.incoming:
+            recv_bytes[rank] += item * math.prod(s.stop - s.start for s in index)
+    send_counts = [sum(p.size for p in parts) for parts in send_parts]
+    chunks = [p for parts in send_parts for p in parts]
+    send = np.concatenate(chunks) if chunks else np.empty(0, np.uint8)
+    flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_bytes)
+    received: dict[tuple[int, int], Any] = {}
+    starts = np.concatenate([[0], np.cumsum(recv_bytes)]).astype(int)
+    offsets = list(starts[:-1])
+    for m in piecewise.moved:  # senders pack by operand order, as read here
+        dtype = operands[m.index]._local.dtype
+        for rank, index in m.incoming:
+            shape = tuple(s.stop - s.start for s in index)
+            nbytes = dtype.itemsize * math.prod(shape)
+            at = offsets[rank]
+            received[(m.index, rank)] = flat[at : at + nbytes].view(dtype).reshape(shape)
+            offsets[rank] += nbytes
+    return received
+
+
+def pieces_apply(
+    func: np.ufunc,
+    piecewise: Piecewise,
+    blocks: list[Any],
+    received: dict[tuple[int, int], Any],
+    operands: list[Any],
+    shape: tuple[int, ...],
+    out: Any,
+) -> None:
+    """``out[box] = func(*pieces)`` for every box of the result block."""
+    moved = {m.index: m for m in piecewise.moved}
+    for box in piecewise.boxes:
+        args = []
+        for i, (x, block) in enumerate(zip(operands, blocks)):
+            m = moved.get(i)
+            if m is not None:
+                args.append(_piece(m, block, received, box))
+            elif isinstance(x, DArray):
+                args.append(block[_broadcast_box(x.shape, shape, box)])
+            elif hasattr(block, "ndim") and block.ndim:
+                args.append(block[_broadcast_box(block.shape, shape, box)])
+            else:
+                args.append(block)
+        func(*args, out=out[box])
+
+
+def _broadcast_box(own: tuple[int, ...], shape: tuple[int, ...], box: Slices) -> Slices:
+    """``box`` of the result as a key into an operand of global shape ``own`` that broadcasts."""
+    lead = len(shape) - len(own)
+    return tuple(
+        slice(None) if own[d - lead] == 1 and shape[d] != 1 else box[d]
+        for d in range(lead, len(shape))
+    )
+
+
+def _inside(box: Slices, index: Slices) -> bool:
+    return all(i.start <= b.start and b.stop <= i.stop for b, i in zip(box, index))
+
+
+def _piece(m: Moved, block: Any, received: dict[tuple[int, int], Any], box: Slices) -> Any:
+    """The cells of moved operand ``m`` at the result's ``box``: its block's or received ones."""
+    if m.kept is not None and _inside(box, m.kept[1]):
+        src, dst = m.kept
+        return block[tuple(
+            slice(s.start + b.start - t.start, s.start + b.stop - t.start)
+            for s, t, b in zip(src, dst, box)
+        )]  # fmt: skip
+    for rank, index in m.incoming:
+        if _inside(box, index):
+            cells = received[(m.index, rank)]
+            return cells[
+                tuple(slice(b.start - i.start, b.stop - i.start) for i, b in zip(index, box))
+            ]
+    raise AssertionError(f"no piece covers {box}")  # pragma: no cover - the boxes follow the cuts

@@ -1,0 +1,146 @@
+"""Cached plans of basic keys: what ``a[key]`` and ``a[key] = v`` compute from (spec, key).
+
+Everything a basic selection needs before it reads a block (the result's
+spec, this rank's key into its block, which coordinate holds an int-indexed
+element, whether the result is a detached view) depends only on the array's
+spec and the key, so it is computed once per (spec, key) and kept, as
+dispatch keeps its steps. A key is cacheable when it is plain: Python or
+NumPy integers (not bools), slices of them, ``None`` and ``...``, alone or in
+a tuple; :func:`plain_key` makes its hashable form (slices are unhashable
+before Python 3.12), and anything else (arrays, masks, lists) gets None and
+takes the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dmesh.collectives.device import array_module
+from dmesh.core.layout import Layout
+from dmesh.core.placement import Partial, Replicate
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
+from dmesh.ops.indexing import basic, views
+from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
+from dmesh.ops.indexing.views import Item, ViewOf, normalize
+
+__all__ = ["Selection", "getitem", "plain_key", "selection"]
+
+_SLICE = "slice"  # tags a slice's fields in a hashable key (no plain item is a str)
+_INT_TYPES = (int, np.integer)
+LIMIT = 4096  # plans kept; specs hold meshes, so the cache is bounded
+
+
+class Selection(NamedTuple):
+    """``a[key]`` for an ``a`` of some spec, planned without touching a block."""
+
+    spec: DArraySpec  # of the result
+    local: tuple[Any, ...] | None  # this rank's key into its block (ends in ...); None: not held
+    owners: dict[int, int]  # mesh dim -> coordinate holding an int-indexed element
+    mirrored: tuple[int, ...]  # result dims whose blocks must be mirrored (a copy)
+    detached: bool  # the result is no block view of a (dmesh.ops.indexing.views)
+    live: bool  # detached, yet the holder's block is a view of a's (no partial, no mirror)
+    partial: bool  # a's blocks are partial terms
+    items: tuple[Item, ...]  # the key as views.normalize gives it
+    layout: Layout  # of the selection
+    writable: Layout  # the selection's layout with its partial dims replicated
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, _INT_TYPES) and not isinstance(v, (bool, np.bool_))
+
+
+def _plain_item(item: Any) -> Any:
+    """The hashable form of one key item, or NotImplemented."""
+    kind = type(item)
+    if kind is int:
+        return item
+    if kind is slice:
+        start, stop, step = item.start, item.stop, item.step
+        if (
+            (start is None or type(start) is int)
+            and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int)
+        ):
+            return (_SLICE, start, stop, step)
+        fields = (start, stop, step)
+        if all(v is None or _plain_int(v) for v in fields):
+            return (_SLICE, *(None if v is None else int(v) for v in fields))
+        return NotImplemented
+    if item is None or item is Ellipsis:
+        return item
+    if _plain_int(item):
+        return int(item)
+    return NotImplemented
+
+
+def plain_key(key: Any) -> Any:
+    """A hashable form of a plain basic key; None for any other key."""
+    if type(key) is tuple:
+        out = tuple([_plain_item(item) for item in key])
+        return None if NotImplemented in out else out
+    item = _plain_item(key)
+    return None if item is NotImplemented else (item,)
+
+
+_selections: dict[tuple[DArraySpec, Any], Selection] = {}
+
+
+def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
+    """The plan of ``a[key]`` for an ``a`` of ``spec`` (``hashable`` is ``plain_key(key)``).
+
+    Raises as NumPy does for a bad key (out of range, too many indices), on
+    every rank alike: the check reads the spec only.
+    """
+    cache_key = (spec, hashable)
+    found = _selections.get(cache_key)
+    if found is not None:
+        return found
+    plan = plan_index(spec, key)
+    result = DArraySpec(spec.mesh, plan.layout, spec.dtype)
+    held = spec.mesh.coordinate is not None and all(k is not NOT_HELD for k in plan.local)
+    local = (*plan.local, Ellipsis) if held else None
+    partial = any(p.is_partial() for p in spec.placements)
+    detached = bool(plan.owners) or bool(plan.mirrored) or partial
+    layout = plan.layout
+    writable = Layout(
+        layout.mesh_shape,
+        tuple(Replicate() if isinstance(p, Partial) else p for p in layout.placements),
+        layout.shape,
+        layout.bounds,
+    )
+    items = normalize(spec.shape, key)
+    live = not partial and not plan.mirrored
+    found = Selection(
+        result, local, plan.owners, plan.mirrored, detached, live, partial, items, layout,
+        writable,
+    )  # fmt: skip
+    if len(_selections) >= LIMIT:
+        _selections.clear()
+    _selections[cache_key] = found
+    return found
+
+
+def getitem(a: DArray, key: Any) -> DArray:
+    """``a[key]``: a plain basic key from the plan cache, any other key by :func:`basic.getitem`."""
+    hashable = plain_key(key)
+    if hashable is None:
+        return basic.getitem(a, key)
+    plan = selection(a._spec, key, hashable)
+    if plan.mirrored:  # blocks move: the general path
+        return basic.getitem(a, key)
+    block = a.local
+    local = plan.local
+    if local is not None:
+        result = DArray(block[local], plan.spec)
+    elif a.mesh.coordinate is None:
+        result = DArray(array_module(block).empty(plan.spec.local_shape(), a.dtype), plan.spec)
+    else:  # another rank holds the element: an identity term
+        result = DArray(absent_term(plan.spec, plan.owners, array_module(block)), plan.spec)
+    if a._view is not None:  # a view of a detached view: composed onto its root
+        views.record(a, key, result, bool(plan.owners), False, local is not None)
+    elif plan.detached:
+        result._view = ViewOf(a, plan.items, plan.live, local is not None)
+    return result

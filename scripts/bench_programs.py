@@ -1,0 +1,436 @@
+"""Benchmark: whole NumPy programs run unchanged on DArrays, beside NumPy on one process.
+
+Each program is one function written the way NumPy users write it: ``np.``
+calls, operators and indexing only, so the same code runs on ndarrays and on
+DArrays (dispatched through ``__array_function__``/``__array_ufunc__``). The
+NumPy run and the dmesh run differ only in how the inputs are made
+(``dmesh.distribute`` of the same ndarrays) and in the final gather
+(``.full_array()``):
+
+* ``spectral NS``: 2-D vorticity Navier-Stokes, pseudo-spectral (``rfft2``/
+  ``irfft2``, wavenumbers, 2/3 dealiasing mask, Heun RK2 steps);
+* ``shallow water``: linear shallow-water equations by finite differences
+  on shifted slices (``u[1:-1, 1:-1] = ...``, boundary rows and columns set
+  with ``h[0] = h[1]``...), with a 5-point diffusion term;
+* ``game of life``: the neighbour count from eight shifted slices, the new
+  generation written through a mask, ``Z[1:-1, 1:-1][birth | survive] = 1``
+  (N. Rougier's version); ``life, expr`` the same rules assigned as one
+  expression, ``Z[1:-1, 1:-1] = (N == 3) | ((Z[1:-1, 1:-1] == 1) & (N == 2))``;
+* ``k-means``: distances by broadcasting ``((X[:, None, :] - C[None, :, :])
+  ** 2).sum(-1)``, ``argmin``, centroids as masked means in a loop over the
+  clusters (``X[labels == j].mean(axis=0)``);
+* ``statistics``: moments (mean, std, skewness, kurtosis of the standardised
+  ``(x - x.mean(0)) / x.std(0)``), percentiles along axis 0, a histogram;
+* ``dense CG``: conjugate gradients on a row-sharded SPD matrix (``A @ p``,
+  dot products, a convergence test each iteration).
+
+Every program is checked once: dmesh's gathered result against NumPy's (the
+"max err" column: the largest absolute difference over the largest absolute
+NumPy value); a mismatch exits non-zero. Then the dmesh run on the mesh of
+all ranks and the NumPy run on the whole arrays on rank 0 alone are timed in
+alternating batches (``bench_timing.alternating``: the slowest rank's median),
+sizes chosen so that NumPy takes some 20-200 ms. The ratio is dmesh / NumPy:
+there is no target for it, it says what dmesh costs (1 rank) or gains
+(2 ranks) on programs nobody rewrote for it.
+
+Then one dmesh run of each program under ``cProfile`` on rank 0: the five
+functions of the dmesh package (``dmesh/``, ``ops/``, ``collectives/``) with
+the most own time (tottime), with their cumulative time and call counts.
+
+Last, a 5-point stencil step on a 512 x 512 ``Shard(0)`` field written with
+shifted slices (``Z[2:, 1:-1] + Z[:-2, 1:-1] + ... - 4 * Z[1:-1, 1:-1]``)
+against the same step through ``dmesh.map_overlap``; target: the slices at
+most 1.3x map_overlap's time (shown, not enforced).
+
+``make bench`` runs it at 1 and 2 ranks::
+
+    .venv/bin/python scripts/mpi_env.py 2 .venv/bin/mpiexec -n 2 \\
+        .venv/bin/python scripts/bench_programs.py [out.json]
+
+Results go to ``build/bench/programs-<p>ranks.json``.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from bench_timing import alternating, write_results
+from mpi4py import MPI
+
+import dmesh
+from dmesh import DArray, Replicate, Shard
+
+ROOT = Path(__file__).resolve().parent.parent
+DMESH_DIRS = tuple(str(ROOT / d) + "/" for d in ("dmesh", "ops", "collectives"))
+STENCIL_RATIO = 1.3  # the sliced stencil at most this times map_overlap's time
+TOP = 5  # profile entries per program
+
+
+# ----------------------------------------------------------------------------
+# The programs: NumPy code, nothing dmesh-specific.
+
+
+def spectral_ns(w: Any, kx: Any, ky: Any, steps: int) -> Any:
+    """2-D vorticity Navier-Stokes on [0, 2 pi)^2, pseudo-spectral, Heun (RK2) steps.
+
+    ``w`` is the vorticity on an n x n grid, ``kx`` (n, 1) and ``ky``
+    (1, n // 2 + 1) the wavenumbers of ``rfft2``'s spectrum.
+    """
+    n = w.shape[0]
+    nu, dt = 1e-3, 2e-3
+    k2 = kx**2 + ky**2
+    k2inv = np.where(k2 == 0, 0.0, 1.0 / np.where(k2 == 0, 1.0, k2))
+    dealias = (np.abs(kx) < n / 3) & (ky < n / 3)
+
+    def rhs(w_hat: Any) -> Any:
+        psi_hat = w_hat * k2inv  # -lap(psi) = w
+        u = np.fft.irfft2(1j * ky * psi_hat, s=(n, n))  # u = d(psi)/dy
+        v = np.fft.irfft2(-1j * kx * psi_hat, s=(n, n))  # v = -d(psi)/dx
+        wx = np.fft.irfft2(1j * kx * w_hat, s=(n, n))
+        wy = np.fft.irfft2(1j * ky * w_hat, s=(n, n))
+        return -(dealias * np.fft.rfft2(u * wx + v * wy)) - nu * k2 * w_hat
+
+    w_hat = np.fft.rfft2(w)
+    for _ in range(steps):
+        k1 = rhs(w_hat)
+        k2_ = rhs(w_hat + dt * k1)
+        w_hat = w_hat + 0.5 * dt * (k1 + k2_)
+    return np.fft.irfft2(w_hat, s=(n, n))
+
+
+def shallow_water(h: Any, u: Any, v: Any, steps: int) -> Any:
+    """Linear shallow water, forward-backward in time, centred differences on slices."""
+    h, u, v = h.copy(), u.copy(), v.copy()
+    g_dt_2dx, depth_dt_2dx, nu = 0.1, 0.1, 0.05
+    for _ in range(steps):
+        u[1:-1, 1:-1] = u[1:-1, 1:-1] - g_dt_2dx * (h[2:, 1:-1] - h[:-2, 1:-1])
+        v[1:-1, 1:-1] = v[1:-1, 1:-1] - g_dt_2dx * (h[1:-1, 2:] - h[1:-1, :-2])
+        u[0] = 0.0  # walls: no normal flow
+        u[-1] = 0.0
+        v[:, 0] = 0.0
+        v[:, -1] = 0.0
+        h[1:-1, 1:-1] = (
+            h[1:-1, 1:-1]
+            - depth_dt_2dx * (u[2:, 1:-1] - u[:-2, 1:-1] + v[1:-1, 2:] - v[1:-1, :-2])
+            + nu * (h[2:, 1:-1] + h[:-2, 1:-1] + h[1:-1, 2:] + h[1:-1, :-2] - 4 * h[1:-1, 1:-1])
+        )
+        h[0] = h[1]
+        h[-1] = h[-2]
+        h[:, 0] = h[:, 1]
+        h[:, -1] = h[:, -2]
+    return h, u, v
+
+
+def neighbours(Z: Any) -> Any:
+    """The live neighbours of each interior cell: eight shifted slices summed."""
+    return (
+        Z[0:-2, 0:-2] + Z[0:-2, 1:-1] + Z[0:-2, 2:]
+        + Z[1:-1, 0:-2] + Z[1:-1, 2:]
+        + Z[2:, 0:-2] + Z[2:, 1:-1] + Z[2:, 2:]
+    )  # fmt: skip
+
+
+def game_of_life(Z: Any, steps: int) -> Any:
+    """Conway's Game of Life on a grid with a dead border (N. Rougier's NumPy version)."""
+    Z = Z.copy()
+    for _ in range(steps):
+        N = neighbours(Z)
+        birth = (N == 3) & (Z[1:-1, 1:-1] == 0)
+        survive = ((N == 2) | (N == 3)) & (Z[1:-1, 1:-1] == 1)
+        Z[...] = 0
+        Z[1:-1, 1:-1][birth | survive] = 1
+    return Z
+
+
+def game_of_life_expr(Z: Any, steps: int) -> Any:
+    """The same rules as one expression assigned to the interior (no mask assignment)."""
+    Z = Z.copy()
+    for _ in range(steps):
+        N = neighbours(Z)
+        Z[1:-1, 1:-1] = (N == 3) | ((Z[1:-1, 1:-1] == 1) & (N == 2))
+    return Z
+
+
+def kmeans(X: Any, C: Any, steps: int) -> Any:
+    """Lloyd's k-means: ``steps`` rounds of assignment and centroid update."""
+    labels = None
+    for _ in range(steps):
+        d2 = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=-1)
+        labels = d2.argmin(axis=1)
+        C = np.stack([X[labels == j].mean(axis=0) for j in range(C.shape[0])])
+    return C, labels
+
+
+def statistics(x: Any, steps: int) -> Any:
+    """Column moments, standardisation, percentiles and a histogram of a data table."""
+    del steps  # one pass
+    mean = x.mean(axis=0)
+    std = x.std(axis=0)
+    z = (x - mean) / std
+    skew = (z**3).mean(axis=0)
+    kurt = (z**4).mean(axis=0) - 3.0
+    q = np.percentile(x, [5, 25, 50, 75, 95], axis=0)
+    counts, _ = np.histogram(z[:, 0], bins=64, range=(-5.0, 5.0))
+    return mean, std, skew, kurt, q, counts
+
+
+def conjugate_gradient(A: Any, b: Any, steps: int) -> Any:
+    """Conjugate gradients for ``A x = b``, ``A`` symmetric positive definite."""
+    x = np.zeros_like(b)
+    r = b - A @ x
+    p = r.copy()
+    rs = r @ r
+    for _ in range(steps):
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rs_new = r @ r
+        if np.sqrt(rs_new) < 1e-30:  # never, here: the same number of steps everywhere
+            break
+        p = r + (rs_new / rs) * p
+        rs = rs_new
+    return x
+
+
+# ----------------------------------------------------------------------------
+# Inputs: the same ndarrays for both runs, with the placements of the dmesh run.
+
+Inputs = list[tuple[np.ndarray, list[Any]]]
+
+
+def _spectral_inputs(n: int) -> Inputs:
+    rng = np.random.default_rng(1)
+    x = 2 * np.pi * np.arange(n) / n
+    w = np.sin(4 * x)[:, None] * np.cos(3 * x)[None, :] + 0.1 * rng.standard_normal((n, n))
+    kx = np.fft.fftfreq(n, 1.0 / n)[:, None]
+    ky = np.arange(n // 2 + 1.0)[None, :]
+    return [(w, [Shard(0)]), (kx, [Replicate()]), (ky, [Replicate()])]
+
+
+def _shallow_water_inputs(n: int) -> Inputs:
+    x = np.linspace(-1.0, 1.0, n)
+    h = 1.0 + 0.1 * np.exp(-((x[:, None] - 0.2) ** 2 + (x[None, :] + 0.1) ** 2) / 0.02)
+    return [(h, [Shard(0)]), (np.zeros((n, n)), [Shard(0)]), (np.zeros((n, n)), [Shard(0)])]
+
+
+def _life_inputs(n: int) -> Inputs:
+    Z = (np.random.default_rng(2).random((n, n)) < 0.3).astype(np.int64)
+    Z[0] = Z[-1] = Z[:, 0] = Z[:, -1] = 0
+    return [(Z, [Shard(0)])]
+
+
+def _kmeans_inputs(n: int, k: int = 8, d: int = 4) -> Inputs:
+    rng = np.random.default_rng(3)
+    centres = 10.0 * rng.standard_normal((k, d))
+    X = centres[rng.integers(0, k, n)] + rng.standard_normal((n, d))
+    return [(X, [Shard(0)]), (X[:k].copy(), [Replicate()])]
+
+
+def _statistics_inputs(n: int) -> Inputs:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((n, 4)) * [1.0, 2.0, 0.5, 3.0] + [0.0, 1.0, -2.0, 5.0]
+    x[:, 1] = np.exp(x[:, 1] / 4)  # a skewed column
+    return [(x, [Shard(0)])]
+
+
+def _cg_inputs(n: int) -> Inputs:
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((n, n)) / np.sqrt(n)
+    A = m @ m.T + np.eye(n)
+    return [(A, [Shard(0)]), (rng.standard_normal(n), [Shard(0)])]
+
+
+@dataclass
+class Program:
+    name: str
+    size: str
+    run: Callable[..., Any]
+    inputs: Callable[[], Inputs]
+    steps: int
+    tol: float  # on the max error relative to the largest NumPy value
+    repeats: int = 7
+
+
+PROGRAMS = [
+    Program("spectral NS", "256^2, 10 RK2", spectral_ns, lambda: _spectral_inputs(256), 10,
+            1e-10),
+    Program("shallow water", "512^2, 20 steps", shallow_water,
+            lambda: _shallow_water_inputs(512), 20, 1e-12),
+    Program("game of life", "1024^2, 10 gen", game_of_life, lambda: _life_inputs(1024), 10, 0.0),
+    Program("life, expr", "1024^2, 10 gen", game_of_life_expr, lambda: _life_inputs(1024), 10,
+            0.0),
+    Program("k-means", "5e4 x 4, k=8, 5 it", kmeans, lambda: _kmeans_inputs(50_000), 5, 1e-12),
+    Program("statistics", "2.5e5 x 4", statistics, lambda: _statistics_inputs(250_000), 1,
+            1e-12),
+    Program("dense CG", "2048^2, 40 it", conjugate_gradient, lambda: _cg_inputs(2048), 40,
+            1e-10),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------
+# Running, checking, timing, profiling.
+
+
+def _gather(result: Any) -> list[np.ndarray]:
+    """Every array of a program's result, whole (DArrays gathered: collective)."""
+    parts = result if isinstance(result, tuple) else (result,)
+    return [np.asarray(x.full_array() if isinstance(x, DArray) else x) for x in parts]
+
+
+def _max_error(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> float:
+    """The largest |got - want| over the largest |want|, across the result's arrays."""
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
+        return float("inf")
+    diff = max(float(np.max(np.abs(g - w), initial=0.0)) for g, w in zip(got, want))
+    scale = max(float(np.max(np.abs(w), initial=0.0)) for w in want)
+    return diff / max(scale, 1e-300)
+
+
+def _profile_top(profile: cProfile.Profile) -> list[dict[str, Any]]:
+    """The ``TOP`` dmesh-internal functions by own time: tottime, cumtime, calls."""
+    stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    rows = []
+    for (filename, line, func), (_, calls, tottime, cumtime, _) in stats.items():
+        if filename.startswith(DMESH_DIRS):
+            where = f"{Path(filename).relative_to(ROOT)}:{line}({func})"
+            rows.append({"function": where, "tottime_s": tottime, "cumtime_s": cumtime,
+                         "calls": calls})  # fmt: skip
+    rows.sort(key=lambda r: -r["tottime_s"])
+    return rows[:TOP]
+
+
+def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
+    """Check, time and profile one program (collective)."""
+    rank0 = comm.Get_rank() == 0
+    inputs = program.inputs()
+    full = [a for a, _ in inputs]
+    dist = [dmesh.distribute(a, mesh, placements) for a, placements in inputs]
+    steps = program.steps
+
+    got = _gather(program.run(*dist, steps))
+    error = _max_error(got, _gather(program.run(*full, steps))) if rank0 else 0.0
+    error = float(comm.bcast(error, 0))
+
+    def ours() -> None:
+        program.run(*dist, steps)
+
+    def numpy_one_process() -> None:  # the others wait in the batch's closing all-reduce
+        if rank0:
+            program.run(*full, steps)
+
+    dmesh_s, numpy_s = alternating(comm, [ours, numpy_one_process], 1, program.repeats)
+
+    profile = cProfile.Profile()
+    if rank0:
+        profile.enable()
+    ours()
+    if rank0:
+        profile.disable()
+    comm.Barrier()
+    return {
+        "case": program.name,
+        "size": program.size,
+        "numpy_one_process_s": numpy_s,
+        "dmesh_s": dmesh_s,
+        "ratio": dmesh_s / numpy_s,
+        "max_error": error,
+        "tolerance": program.tol,
+        "ok": error <= program.tol,
+        "profile": _profile_top(profile) if rank0 else [],
+    }
+
+
+def _laplacian_block(block: np.ndarray) -> np.ndarray:
+    """The 5-point Laplacian of a padded block, in the padded shape (zero rim)."""
+    out = np.zeros_like(block)
+    out[1:-1, 1:-1] = (
+        block[2:, 1:-1] + block[:-2, 1:-1] + block[1:-1, 2:] + block[1:-1, :-2]
+        - 4 * block[1:-1, 1:-1]
+    )  # fmt: skip
+    return out
+
+
+def stencil_case(comm: MPI.Intracomm, mesh: Any, n: int = 512) -> dict[str, Any]:
+    """The sliced 5-point stencil against ``dmesh.map_overlap`` on one ``Shard(0)`` field."""
+    field = np.random.default_rng(6).standard_normal((n, n))
+    Z = dmesh.distribute(field, mesh, [Shard(0)])
+
+    def sliced() -> Any:
+        return Z[2:, 1:-1] + Z[:-2, 1:-1] + Z[1:-1, 2:] + Z[1:-1, :-2] - 4 * Z[1:-1, 1:-1]
+
+    def overlap() -> Any:
+        return dmesh.map_overlap(_laplacian_block, Z, 1, boundary=0.0)
+
+    def numpy_one_process() -> None:
+        if comm.Get_rank() == 0:
+            f = field
+            f[2:, 1:-1] + f[:-2, 1:-1] + f[1:-1, 2:] + f[1:-1, :-2] - 4 * f[1:-1, 1:-1]
+
+    error = _max_error(_gather(sliced()), [overlap().full_array()[1:-1, 1:-1]])
+    sliced_s, overlap_s, numpy_s = alternating(comm, [sliced, overlap, numpy_one_process], 20)
+    return {
+        "case": f"5-point stencil {n}^2 S(0)",
+        "sliced_s": sliced_s,
+        "map_overlap_s": overlap_s,
+        "numpy_one_process_s": numpy_s,
+        "ratio": sliced_s / overlap_s,
+        "target": STENCIL_RATIO,
+        "met": sliced_s / overlap_s <= STENCIL_RATIO,
+        "max_error": error,
+        "ok": error <= 1e-14,
+    }
+
+
+def main() -> int:
+    comm = MPI.COMM_WORLD.Dup()
+    p, rank = comm.Get_size(), comm.Get_rank()
+    mesh = dmesh.init_mesh(comm=comm)
+    rows = [measure(comm, mesh, program) for program in PROGRAMS]
+    stencil = stencil_case(comm, mesh)
+    if rank == 0:
+        print(f"NumPy programs on DArrays at {p} rank{'s' * (p > 1)}, "
+              f"{time.strftime('%Y-%m-%d %H:%M')}; one BLAS thread per rank")  # fmt: skip
+        print("(numpy: the same function on the whole ndarrays on rank 0 alone, same run;")
+        print(" ratio: dmesh / numpy, below 1 is faster; max err relative to the largest value)")
+        print(f"{'program':<14} {'size':<19} {'numpy':>9} {'dmesh':>9} {'ratio':>6} "
+              f"{'max err':>8}  ok")  # fmt: skip
+        for r in rows:
+            print(f"{r['case']:<14} {r['size']:<19} {r['numpy_one_process_s'] * 1e3:>6.1f} ms"
+                  f" {r['dmesh_s'] * 1e3:>6.1f} ms {r['ratio']:>6.2f} {r['max_error']:>8.1e}  "
+                  f"{'yes' if r['ok'] else 'NO'}")  # fmt: skip
+        print(f"\nTop {TOP} dmesh-internal costs of one dmesh run on rank 0 (cProfile, by tottime;")
+        print(" a ufunc call has no entry of its own: its loop counts in its caller's tottime,")
+        print(" e.g. ops/pipeline.py perform; an MPI call's wait counts in its caller's)")
+        for r in rows:
+            print(f"{r['case']}:")
+            print(f"  {'tottime':>9} {'cumtime':>9} {'calls':>7}  function")
+            for e in r["profile"]:
+                print(f"  {e['tottime_s'] * 1e3:>6.1f} ms {e['cumtime_s'] * 1e3:>6.1f} ms "
+                      f"{e['calls']:>7}  {e['function']}")  # fmt: skip
+        s = stencil
+        print(f"\n{s['case']}: shifted slices {s['sliced_s'] * 1e3:.2f} ms, map_overlap "
+              f"{s['map_overlap_s'] * 1e3:.2f} ms, numpy 1 process "
+              f"{s['numpy_one_process_s'] * 1e3:.2f} ms; slices / map_overlap {s['ratio']:.2f} "
+              f"(target <= {STENCIL_RATIO}: {'met' if s['met'] else 'NOT met'}); "
+              f"max err {s['max_error']:.1e}")  # fmt: skip
+        write_results(f"programs-{p}ranks", {"ranks": p, "rows": rows, "stencil": stencil})
+    ok = all(r["ok"] for r in rows) and stencil["ok"]
+    if rank == 0 and not ok:
+        bad = [r["case"] for r in rows if not r["ok"]] + ([] if stencil["ok"] else ["stencil"])
+        print(f"FAILED: dmesh's result differs from NumPy's in {', '.join(bad)}")
+    mesh.close()
+    comm.Free()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Basic-index plans come from one cache keyed by (spec, key): ints, NumPy integers,
+negative indices and slices of them hit it; the results equal NumPy's (issue 28, item 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Replicate, Shard
+from dmesh.ops.indexing import plans
+from helpers import assert_all, assert_equal_all
+
+
+@pytest.mark.pure
+def test_plain_keys_are_hashable_and_equal_across_integer_types() -> None:
+    assert plans.plain_key(3) == plans.plain_key(np.int64(3)) == plans.plain_key(np.uint8(3))
+    assert plans.plain_key(np.s_[1:-1, ::2]) == plans.plain_key(
+        (slice(np.int32(1), np.int64(-1)), slice(None, None, np.int16(2)))
+    )
+    assert plans.plain_key((Ellipsis, None, -1)) == (Ellipsis, None, -1)
+    assert plans.plain_key(slice(1, 2)) != plans.plain_key((1, 2, None))  # a slice is no tuple
+    for key in (True, np.bool_(False), [0, 1], np.arange(3), (0, [1]), 1.0, slice(0.5, 2)):
+        assert plans.plain_key(key) is None, key
+
+
+def test_repeated_keys_hit_the_cache(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    data = np.arange(70.0).reshape(7, 10)
+    for placements in ([Shard(0)], [Shard(1)], [Replicate()]):
+        placements = placements + [Replicate()] * (mesh.ndim - 1)
+        a = dmesh.distribute(data, mesh, placements)
+        keys = [np.int64(3), -2, (np.int32(1), slice(2, None)), np.s_[1:-1, ::3], np.s_[..., -1]]
+        for key in keys:
+            assert_equal_all(comm, a[key].full_array(), data[key])
+        size = len(plans._selections)
+        for key in keys:  # the same keys again, and the same ints as other types
+            a[key]
+        a[3], a[np.uint16(3)], a[-2], a[1, 2:]
+        assert_all(comm, len(plans._selections) == size, "repeated keys made new plans")
+
+
+def test_cached_writes_match_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    want = np.arange(70).reshape(7, 10)
+    for placements in ([Shard(0)], [Shard(1)], [Replicate()]):
+        placements = placements + [Replicate()] * (mesh.ndim - 1)
+        a = dmesh.distribute(want, mesh, placements)
+        got = want.copy()
+        for _ in range(2):  # the second round runs from the cache
+            for target in (a, got):
+                target[0] = -1
+                target[np.int64(-1)] = 7
+                target[2, 1:4] = [5, 6, 8]
+                target[..., np.int8(-1)] = 9
+                target[3:5, 2] += 100
+        assert_equal_all(comm, a.full_array(), got)
+        b = dmesh.distribute(want * 2, mesh, placements)
+        a[1:3] = b[4:6]  # a DArray value laid out like the selection
+        a[5] = b[0]
+        got[1:3], got[5] = want[4:6] * 2, want[0] * 2
+        assert_equal_all(comm, a.full_array(), got)

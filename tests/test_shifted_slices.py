@@ -1,0 +1,103 @@
+"""Elementwise ops on shifted slices of one array (stencils) equal NumPy's, and only the
+cells that cross ranks travel (issue 28, item 3; ``dmesh.ops.aligned``)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Replicate, Shard
+from helpers import assert_all, assert_equal_all
+
+HOSTILE = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -1.5, 2.0**60, -(2.0**-60)])
+
+
+def layouts(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
+    return [list(p) for p in itertools.product([Replicate(), Shard(0), Shard(1)], repeat=mesh.ndim)]
+
+
+def field(shape: tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
+    rng = np.random.default_rng(28)
+    data = rng.standard_normal(shape)
+    data.flat[: min(data.size, HOSTILE.size)] = HOSTILE[: data.size]
+    return data.astype(dtype)
+
+
+def stencil(z: Any) -> Any:
+    return z[2:, 1:-1] + z[:-2, 1:-1] + z[1:-1, 2:] + z[1:-1, :-2] - 4 * z[1:-1, 1:-1]
+
+
+def life_neighbours(z: Any) -> Any:
+    return (
+        z[0:-2, 0:-2] + z[0:-2, 1:-1] + z[0:-2, 2:] + z[1:-1, 0:-2] + z[1:-1, 2:]
+        + z[2:, 0:-2] + z[2:, 1:-1] + z[2:, 2:]
+    )  # fmt: skip
+
+
+def test_stencils_match_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # 9 x 7 cut into uneven blocks; at 3-4 ranks some blocks of the slices are empty.
+    for shape in [(9, 7), (4, 5), (3, 3)]:
+        data = field(shape)
+        cells = (data > 0).astype(np.int64)
+        for placements in layouts(mesh):
+            z = dmesh.distribute(data, mesh, placements)
+            assert_equal_all(comm, stencil(z).full_array(), stencil(data))
+            assert_equal_all(comm, (z[1:] - z[:-1]).full_array(), data[1:] - data[:-1])
+            assert_equal_all(
+                comm, np.maximum(z[2:], z[:-2]).full_array(), np.maximum(data[2:], data[:-2])
+            )
+            c = dmesh.distribute(cells, mesh, placements)
+            assert_equal_all(comm, life_neighbours(c).full_array(), life_neighbours(cells))
+
+
+def test_mixed_dtypes_scalars_and_broadcasts(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    data = field((8, 6), np.float32)
+    ints = np.arange(48, dtype=np.int16).reshape(8, 6)
+    row = np.linspace(-1.0, 1.0, 5)
+    for placements in layouts(mesh):
+        z = dmesh.distribute(data, mesh, placements)
+        k = dmesh.distribute(ints, mesh, placements)
+        r = dmesh.distribute(row, mesh, [Replicate()] * mesh.ndim)
+        got = (z[1:, 1:] * 2.5 + k[:-1, :-1] - r).full_array()
+        want = data[1:, 1:] * 2.5 + ints[:-1, :-1] - row
+        assert_equal_all(comm, got, want)
+        assert_equal_all(comm, (z[2:] > z[:-2]).full_array(), data[2:] > data[:-2])
+        assert_equal_all(comm, np.add(k[3:], np.int64(7)).full_array(), ints[3:] + np.int64(7))
+
+
+@given(
+    offsets=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=2, max_size=4),
+    ops=st.lists(st.sampled_from(["add", "subtract", "multiply", "fmax"]), min_size=3, max_size=3),
+)
+def test_generated_shift_combinations(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, offsets: list[tuple[int, int]], ops: list[str]
+) -> None:
+    data = field((11, 6))
+    z = dmesh.distribute(data, mesh, [Shard(0)] + [Shard(1)] * (mesh.ndim - 1))
+
+    def combine(x: Any) -> Any:
+        views = [x[a : x.shape[0] - 3 + a, b : x.shape[1] - 3 + b] for a, b in offsets]
+        total = views[0]
+        for view, name in zip(views[1:], ops):
+            total = getattr(np, name)(total, view)
+        return total
+
+    assert_equal_all(comm, combine(z).full_array(), combine(data))
+
+
+def test_only_crossing_cells_travel(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    n = 64
+    z = dmesh.distribute(field((n, n)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    (z[2:, 1:-1] + z[:-2, 1:-1])  # plan once
+    with dmesh.debug.CommMode() as record:
+        z[2:, 1:-1] + z[:-2, 1:-1]
+    sent = sum(r.sent_bytes for r in record.records)
+    # At most the two rows each block gives a neighbour (62 cells of 8 bytes each).
+    assert_all(comm, sent <= 2 * 62 * 8, f"sent {sent} bytes for a 2-row shift")
+    assert_all(comm, record.total_count <= 1, f"{record.total_count} collectives")
