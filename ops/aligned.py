@@ -15,7 +15,7 @@ message round per op, not a copy of each operand.
 
 Applies to a ufunc call with one output and no keywords whose moved
 operands have the result's shape, no partial placements and moves on the
-same mesh (the pieces come from :func:`~dmesh.core.plan.transfer_plan`,
+same mesh (the pieces come from :func:`~dmesh.core.transfers.transfer_plan`,
 pure and cached); anything else takes the general path.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh.core.layout import Layout
-from dmesh.core.plan import transfer_plan
+from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops.propagation import Decision
 
@@ -42,7 +42,7 @@ Slices = tuple[slice, ...]
 class Moved(NamedTuple):
     """One moved operand's part in a piecewise call, on one rank."""
 
-    index: int  # the operand's position
+    operand: int  # the operand's position
     kept: tuple[Slices, Slices] | None  # (in its block, in the result block)
     incoming: tuple[tuple[int, Slices], ...]  # (sender, slices in the result block), rank order
     outgoing: tuple[tuple[int, Slices], ...]  # (receiver, slices in its block), rank order
@@ -92,17 +92,13 @@ def plan(
         incoming = tuple((r, index) for r, index in receives if r != me)
         outgoing = tuple((r, index) for r, index in sends if r != me)
         moved.append(Moved(i, kept, incoming, outgoing))
-        # Whether any rank sends: every rank computes every rank's plan (cached, pure).
-        crosses = crosses or any(
-            any(r != other for r, _ in transfer_plan(src, dst, ranks, ranks, other)[0])
-            for other in ranks
-        )
+        crosses = crosses or transfer_crosses(src, dst, ranks, ranks)  # (from the layouts)
     if not moved:
         return None
     cuts: list[set[int]] = [{0, n} for n in out_shape]
     for m in moved:
-        boxes = ([m.kept[1]] if m.kept is not None else []) + [index for _, index in m.incoming]
-        for box in boxes:
+        held = ([m.kept[1]] if m.kept is not None else []) + [index for _, index in m.incoming]
+        for box in held:
             for d, s in enumerate(box):
                 cuts[d].update((s.start, s.stop))
     intervals = [sorted(c) for c in cuts]
@@ -161,7 +157,7 @@ def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tupl
     send_parts: list[list[Any]] = [[] for _ in range(nranks)]
     recv_bytes = [0] * nranks
     for m in piecewise.moved:
-        block = operands[m.index]._local
+        block = operands[m.operand]._local
         for rank, index in m.outgoing:
             send_parts[rank].append(np.ascontiguousarray(block[index]).view(np.uint8).reshape(-1))
         item = block.dtype.itemsize
@@ -175,12 +171,12 @@ def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tupl
     starts = np.concatenate([[0], np.cumsum(recv_bytes)]).astype(int)
     offsets = list(starts[:-1])
     for m in piecewise.moved:  # senders pack by operand order, as read here
-        dtype = operands[m.index]._local.dtype
+        dtype = operands[m.operand]._local.dtype
         for rank, index in m.incoming:
             shape = tuple(s.stop - s.start for s in index)
             nbytes = dtype.itemsize * math.prod(shape)
             at = offsets[rank]
-            received[(m.index, rank)] = flat[at : at + nbytes].view(dtype).reshape(shape)
+            received[(m.operand, rank)] = flat[at : at + nbytes].view(dtype).reshape(shape)
             offsets[rank] += nbytes
     return received
 
@@ -195,7 +191,7 @@ def pieces_apply(
     out: Any,
 ) -> None:
     """``out[box] = func(*pieces)`` for every box of the result block."""
-    moved = {m.index: m for m in piecewise.moved}
+    moved = {m.operand: m for m in piecewise.moved}
     for box in piecewise.boxes:
         args = []
         for i, (x, block) in enumerate(zip(operands, blocks)):
@@ -234,7 +230,7 @@ def _piece(m: Moved, block: Any, received: dict[tuple[int, int], Any], box: Slic
         )]  # fmt: skip
     for rank, index in m.incoming:
         if _inside(box, index):
-            cells = received[(m.index, rank)]
+            cells = received[(m.operand, rank)]
             return cells[
                 tuple(slice(b.start - i.start, b.stop - i.start) for i, b in zip(index, box))
             ]
