@@ -34,18 +34,20 @@ from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops.propagation import Decision
 
-__all__ = ["pieces_apply", "run"]
-
-Slices = tuple[slice, ...]
+__all__ = ["Moved", "Piecewise", "pieces_apply", "plan", "run"]
 
 
 class Moved(NamedTuple):
     """One moved operand's part in a piecewise call, on one rank."""
 
     operand: int  # the operand's position
-    kept: tuple[Slices, Slices] | None  # (in its block, in the result block)
-    incoming: tuple[tuple[int, Slices], ...]  # (sender, slices in the result block), rank order
-    outgoing: tuple[tuple[int, Slices], ...]  # (receiver, slices in its block), rank order
+    kept: tuple[tuple[slice, ...], tuple[slice, ...]] | None  # (in its block, in the result block)
+    incoming: tuple[
+        tuple[int, tuple[slice, ...]], ...
+    ]  # (sender, slices in the result block), rank order
+    outgoing: tuple[
+        tuple[int, tuple[slice, ...]], ...
+    ]  # (receiver, slices in its block), rank order
 
 
 class Piecewise(NamedTuple):
@@ -53,7 +55,7 @@ class Piecewise(NamedTuple):
 
     moved: tuple[Moved, ...]
     crosses: bool  # the same on every rank: from the layouts alone
-    boxes: tuple[Slices, ...]  # the result block cut where any moved piece changes hands
+    boxes: tuple[tuple[slice, ...], ...]  # the result block cut where any moved piece changes hands
 
 
 def _ranks(mesh: Any) -> tuple[int, ...]:
@@ -207,7 +209,9 @@ def pieces_apply(
         func(*args, out=out[box])
 
 
-def _broadcast_box(own: tuple[int, ...], shape: tuple[int, ...], box: Slices) -> Slices:
+def _broadcast_box(
+    own: tuple[int, ...], shape: tuple[int, ...], box: tuple[slice, ...]
+) -> tuple[slice, ...]:
     """``box`` of the result as a key into an operand of global shape ``own`` that broadcasts."""
     lead = len(shape) - len(own)
     return tuple(
@@ -216,11 +220,13 @@ def _broadcast_box(own: tuple[int, ...], shape: tuple[int, ...], box: Slices) ->
     )
 
 
-def _inside(box: Slices, index: Slices) -> bool:
+def _inside(box: tuple[slice, ...], index: tuple[slice, ...]) -> bool:
     return all(i.start <= b.start and b.stop <= i.stop for b, i in zip(box, index))
 
 
-def _piece(m: Moved, block: Any, received: dict[tuple[int, int], Any], box: Slices) -> Any:
+def _piece(
+    m: Moved, block: Any, received: dict[tuple[int, int], Any], box: tuple[slice, ...]
+) -> Any:
     """The cells of moved operand ``m`` at the result's ``box``: its block's or received ones."""
     if m.kept is not None and _inside(box, m.kept[1]):
         src, dst = m.kept

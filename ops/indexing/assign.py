@@ -2,8 +2,8 @@
 
 A scalar or an array every rank holds is written locally into the part of
 each block the selection covers; a DArray value is first laid out like the
-selection (collective, see :func:`_assign_darray`); keys with integer arrays
-or masks go to :mod:`dmesh.ops.indexing.fancy`. A detached view (an int
+selection (collective, see ``_assign_darray``); keys with integer arrays
+or masks go to ``dmesh.ops.indexing.fancy``. A detached view (an int
 index on a sharded dim, a selection of a partial array, mirrored blocks; see
 :mod:`dmesh.ops.indexing.views`) writes into its root instead.
 """
@@ -36,8 +36,8 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     """``a[key] = value``: a scalar, an array every rank holds, or a DArray that broadcasts.
 
     Local writes only, except that a DArray value is first moved to the
-    selection's layout (collective; see :func:`_assign_darray`). Keys with
-    integer arrays or boolean DArrays go to :mod:`dmesh.ops.indexing.fancy`
+    selection's layout (collective; see ``_assign_darray``). Keys with
+    integer arrays or boolean DArrays go to ``dmesh.ops.indexing.fancy``
     (collective). A ``Partial`` array is first reduced in place (collective):
     it becomes replicated along its partial mesh dims.
     """

@@ -24,7 +24,7 @@ from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import basic, views
 from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
-from dmesh.ops.indexing.views import Item, ViewOf, normalize
+from dmesh.ops.indexing.views import ViewOf, normalize
 
 __all__ = ["Selection", "getitem", "plain_key", "selection"]
 
@@ -43,7 +43,7 @@ class Selection(NamedTuple):
     detached: bool  # the result is no block view of a (dmesh.ops.indexing.views)
     live: bool  # detached, yet the holder's block is a view of a's (no partial, no mirror)
     partial: bool  # a's blocks are partial terms
-    items: tuple[Item, ...]  # the key as views.normalize gives it
+    items: tuple[int | range | None, ...]  # the key as views.normalize gives it
     layout: Layout  # of the selection
     writable: Layout  # the selection's layout with its partial dims replicated
 
@@ -124,7 +124,7 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
 
 
 def getitem(a: DArray, key: Any) -> DArray:
-    """``a[key]``: a plain basic key from the plan cache, any other key by :func:`basic.getitem`."""
+    """``a[key]``: a plain basic key from the plan cache, any other key by ``basic.getitem``."""
     hashable = plain_key(key)
     if hashable is None:
         return basic.getitem(a, key)

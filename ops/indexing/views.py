@@ -53,14 +53,12 @@ __all__ = [
     "same_view", "writes_through", "writing",
 ]  # fmt: skip
 
-Item = int | range | None
-
 
 class ViewOf(NamedTuple):
     """Where a detached view's elements live: ``root[root_key(items)]``."""
 
     root: DArray  # never itself detached
-    items: tuple[Item, ...]  # one per root dim (int or range), None for new axes
+    items: tuple[int | range | None, ...]  # one per root dim (int or range), None for new axes
     live: bool  # the holder's block is a view of root's: later root writes show
     held: bool  # this rank's block is the root's elements (not identity terms): rank-local
 
@@ -81,13 +79,13 @@ def _expand(key: Any, ndim: int) -> list[Any]:
     return items
 
 
-def normalize(shape: tuple[int, ...], key: Any) -> tuple[Item, ...]:
+def normalize(shape: tuple[int, ...], key: Any) -> tuple[int | range | None, ...]:
     """A basic ``key`` into an array of ``shape`` as ``int``/``range``/``None`` items.
 
     The key was already checked by the indexing that made the view (bounds,
     one ellipsis, no more indices than dims).
     """
-    out: list[Item] = []
+    out: list[int | range | None] = []
     d = 0
     for item in _expand(key, len(shape)):
         if item is None:
@@ -102,14 +100,16 @@ def normalize(shape: tuple[int, ...], key: Any) -> tuple[Item, ...]:
     return tuple(out)
 
 
-def compose(items: tuple[Item, ...], key: Any, view_ndim: int) -> tuple[Item, ...] | None:
+def compose(
+    items: tuple[int | range | None, ...], key: Any, view_ndim: int
+) -> tuple[int | range | None, ...] | None:
     """The items of ``view[key]`` into the root, for a view taken with ``items``.
 
     None when the selection cannot be written as a key of the root (a new
     axis sliced to length 0: an empty selection, left to :func:`writing`).
     """
     sub = _expand(key, view_ndim)
-    out: list[Item] = []
+    out: list[int | range | None] = []
     j = 0  # position in sub
     for item in items:
         if type(item) is int:
@@ -136,7 +136,7 @@ def compose(items: tuple[Item, ...], key: Any, view_ndim: int) -> tuple[Item, ..
     return tuple(out)
 
 
-def root_key(items: tuple[Item, ...]) -> tuple[Any, ...]:
+def root_key(items: tuple[int | range | None, ...]) -> tuple[Any, ...]:
     """The composed items as a key NumPy and dmesh index with."""
     key: list[Any] = []
     for item in items:
