@@ -33,6 +33,19 @@ sizes chosen so that NumPy takes some 20-200 ms. The ratio is dmesh / NumPy:
 there is no target for it, it says what dmesh costs (1 rank) or gains
 (2 ranks) on programs nobody rewrote for it.
 
+``spectral NS`` has a second baseline when ``mpi4py_fft`` can be imported:
+the same solver (equations, size, steps, RK2, dealiasing) written the way an
+mpi4py-fft user writes it (``spectral_ns_mpi4py_fft``): one ``PFFT(comm, (n,
+n), axes=(0, 1), dtype=np.float64, slab=True)`` (real-to-complex, slab, its
+default FFTW backend), ``newDistArray``, local wavenumbers cut with
+``local_slice(True)``, ``forward``/``backward`` and elementwise arithmetic
+on the local arrays. It runs on all ranks, in the same alternating batches
+as the dmesh run (its ``PFFT`` is built once, outside the timings, as a
+user's plan is), and "vs mpi4py-fft" is dmesh's time over its time; its
+gathered solution is checked against NumPy's once. mpi4py-fft is not a
+dependency: ``pip install mpi4py-fft`` builds against FFTW (e.g. Debian's
+``libfftw3-dev``); without it one line says the baseline was skipped and why.
+
 Then one dmesh run of each program under ``cProfile`` on rank 0: the five
 functions of the dmesh package (``dmesh/``, ``ops/``, ``collectives/``) with
 the most own time (tottime), with their cumulative time and call counts.
@@ -72,6 +85,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DMESH_DIRS = tuple(str(ROOT / d) + "/" for d in ("dmesh", "ops", "collectives"))
 STENCIL_RATIO = 1.3  # the sliced stencil at most this times map_overlap's time
 TOP = 5  # profile entries per program
+PFFT_TOL = 1e-12  # mpi4py-fft's solution against NumPy's, relative to its largest value
 
 
 # ----------------------------------------------------------------------------
@@ -202,6 +216,82 @@ def conjugate_gradient(A: Any, b: Any, steps: int) -> Any:
 
 
 # ----------------------------------------------------------------------------
+# ``spectral_ns`` as an mpi4py-fft user writes it: a PFFT plan, local arrays.
+
+
+def spectral_ns_mpi4py_fft(fft: Any, w: Any, kx: Any, ky: Any, steps: int) -> Any:
+    """``spectral_ns`` on mpi4py-fft's slab decomposition, returning the local block.
+
+    ``fft`` is a real-to-complex ``PFFT`` over axes (0, 1) of the n x n grid,
+    ``w`` this rank's block of the vorticity (rows ``local_slice(False)[0]``),
+    ``kx`` (n, 1) and ``ky`` (1, local columns) this rank's wavenumbers of the
+    half spectrum (``local_slice(True)``). ``forward`` divides by n^2 and
+    ``backward`` does not: the spectral coefficients are NumPy's over n^2 and
+    every grid function is NumPy's.
+    """
+    from mpi4py_fft import newDistArray
+
+    n = fft.global_shape(False)[0]
+    nu, dt = 1e-3, 2e-3
+    k2 = kx**2 + ky**2
+    k2inv = np.where(k2 == 0, 0.0, 1.0 / np.where(k2 == 0, 1.0, k2))
+    dealias = (np.abs(kx) < n / 3) & (ky < n / 3)
+    u, v, wx, wy = (newDistArray(fft, False) for _ in range(4))
+    nonlinear_hat = newDistArray(fft, True)
+
+    def rhs(w_hat: Any) -> Any:
+        psi_hat = w_hat * k2inv  # -lap(psi) = w
+        fft.backward(1j * ky * psi_hat, u)  # u = d(psi)/dy
+        fft.backward(-1j * kx * psi_hat, v)  # v = -d(psi)/dx
+        fft.backward(1j * kx * w_hat, wx)
+        fft.backward(1j * ky * w_hat, wy)
+        fft.forward(u * wx + v * wy, nonlinear_hat)
+        return -(dealias * nonlinear_hat) - nu * k2 * w_hat
+
+    w_hat = fft.forward(w, newDistArray(fft, True))
+    for _ in range(steps):
+        k1 = rhs(w_hat)
+        k2_ = rhs(w_hat + dt * k1)
+        w_hat = w_hat + 0.5 * dt * (k1 + k2_)
+    return fft.backward(w_hat, newDistArray(fft, False))
+
+
+Baseline = tuple[Callable[[], Any], Callable[[], "np.ndarray | None"], Callable[[], None]]
+
+
+def mpi4py_fft_spectral(comm: MPI.Intracomm, full: list[np.ndarray], steps: int) -> Baseline | str:
+    """The mpi4py-fft run of ``spectral NS`` on ``full`` (``_spectral_inputs``' arrays):
+    the call to time, the gather of its solution to rank 0 (None elsewhere;
+    collective) and the plan's destructor; or why it cannot run (collective)."""
+    try:
+        from mpi4py_fft import PFFT, newDistArray
+    except ImportError as exc:
+        return f"mpi4py_fft cannot be imported ({exc})"
+    w, kx, ky = full
+    n = w.shape[0]
+    fft = PFFT(comm, (n, n), axes=(0, 1), dtype=np.float64, slab=True)
+    rows = fft.local_slice(False)
+    w_local = newDistArray(fft, False)
+    w_local[:] = w[rows]
+    spectral_rows, spectral_cols = fft.local_slice(True)
+    kx_local, ky_local = kx[spectral_rows], ky[:, spectral_cols]
+
+    def run() -> Any:
+        return spectral_ns_mpi4py_fft(fft, w_local, kx_local, ky_local, steps)
+
+    def gather() -> np.ndarray | None:
+        blocks = comm.gather((rows, np.asarray(run())), 0)
+        if blocks is None:
+            return None
+        out = np.empty_like(w)
+        for where, block in blocks:
+            out[where] = block
+        return out
+
+    return run, gather, fft.destroy
+
+
+# ----------------------------------------------------------------------------
 # Inputs: the same ndarrays for both runs, with the placements of the dmesh run.
 
 Inputs = list[tuple[np.ndarray, list[Any]]]
@@ -258,11 +348,13 @@ class Program:
     steps: int
     tol: float  # on the max error relative to the largest NumPy value
     repeats: int = 7
+    # An mpi4py-fft baseline: (comm, the inputs, steps) -> Baseline, or why it is skipped.
+    mpi4py_fft: Callable[[MPI.Intracomm, list[np.ndarray], int], Baseline | str] | None = None
 
 
 PROGRAMS = [
     Program("spectral NS", "256^2, 10 RK2", spectral_ns, lambda: _spectral_inputs(256), 10,
-            1e-10),
+            1e-10, mpi4py_fft=mpi4py_fft_spectral),
     Program("shallow water", "512^2, 20 steps", shallow_water,
             lambda: _shallow_water_inputs(512), 20, 1e-12),
     Program("game of life", "1024^2, 10 gen", game_of_life, lambda: _life_inputs(1024), 10, 0.0),
@@ -317,8 +409,22 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
     steps = program.steps
 
     got = _gather(program.run(*dist, steps))
-    error = _max_error(got, _gather(program.run(*full, steps))) if rank0 else 0.0
-    error = float(comm.bcast(error, 0))
+    want = _gather(program.run(*full, steps)) if rank0 else []
+    error = float(comm.bcast(_max_error(got, want) if rank0 else 0.0, 0))
+
+    # The mpi4py-fft baseline, if the program has one: checked here, timed below.
+    baseline = None if program.mpi4py_fft is None else program.mpi4py_fft(comm, full, steps)
+    pfft: dict[str, Any] | None = None
+    pfft_fns: list[Callable[[], Any]] = []
+    if isinstance(baseline, str):
+        pfft = {"skipped": baseline}
+    elif baseline is not None:
+        pfft_run, pfft_gather, pfft_destroy = baseline
+        solution = pfft_gather()
+        pfft_error = _max_error([solution], want) if solution is not None else 0.0
+        pfft = {"max_error": float(comm.bcast(pfft_error, 0))}
+        pfft["ok"] = pfft["max_error"] <= PFFT_TOL
+        pfft_fns.append(pfft_run)
 
     def ours() -> None:
         program.run(*dist, steps)
@@ -327,7 +433,12 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
         if rank0:
             program.run(*full, steps)
 
-    dmesh_s, numpy_s = alternating(comm, [ours, numpy_one_process], 1, program.repeats)
+    times = alternating(comm, [ours, numpy_one_process, *pfft_fns], 1, program.repeats)
+    dmesh_s, numpy_s = times[:2]
+    if pfft_fns and pfft is not None:
+        pfft["mpi4py_fft_s"] = times[2]
+        pfft["vs_mpi4py_fft"] = dmesh_s / times[2]
+        pfft_destroy()
 
     profile = cProfile.Profile()
     if rank0:
@@ -344,7 +455,8 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
         "ratio": dmesh_s / numpy_s,
         "max_error": error,
         "tolerance": program.tol,
-        "ok": error <= program.tol,
+        "ok": error <= program.tol and (pfft is None or pfft.get("ok", True)),
+        "mpi4py_fft": pfft,
         "profile": _profile_top(profile) if rank0 else [],
     }
 
@@ -407,6 +519,20 @@ def main() -> int:
             print(f"{r['case']:<14} {r['size']:<19} {r['numpy_one_process_s'] * 1e3:>6.1f} ms"
                   f" {r['dmesh_s'] * 1e3:>6.1f} ms {r['ratio']:>6.2f} {r['max_error']:>8.1e}  "
                   f"{'yes' if r['ok'] else 'NO'}")  # fmt: skip
+        for r in rows:
+            b = r["mpi4py_fft"]
+            if b is None:
+                continue
+            if "skipped" in b:
+                print(f"{r['case']} vs mpi4py-fft: skipped, {b['skipped']}")
+                continue
+            print(f"{r['case']} vs mpi4py-fft (PFFT r2c slab, FFTW, {p} rank{'s' * (p > 1)}, "
+                  f"same batches): dmesh {r['dmesh_s'] * 1e3:.1f} ms, mpi4py-fft "
+                  f"{b['mpi4py_fft_s'] * 1e3:.1f} ms, vs mpi4py-fft "
+                  f"{b['vs_mpi4py_fft']:.2f}")  # fmt: skip
+            print(f"  (dmesh / mpi4py-fft; numpy 1 process {r['numpy_one_process_s'] * 1e3:.1f} ms;"
+                  f" mpi4py-fft's max err vs numpy {b['max_error']:.1e}, tol {PFFT_TOL:.0e}, "
+                  f"{'ok' if b['ok'] else 'NOT ok'})")  # fmt: skip
         print(f"\nTop {TOP} dmesh-internal costs of one dmesh run on rank 0 (cProfile, by tottime;")
         print(" a ufunc call has no entry of its own: its loop counts in its caller's tottime,")
         print(" e.g. ops/pipeline.py perform; an MPI call's wait counts in its caller's)")
@@ -426,7 +552,8 @@ def main() -> int:
     ok = all(r["ok"] for r in rows) and stencil["ok"]
     if rank == 0 and not ok:
         bad = [r["case"] for r in rows if not r["ok"]] + ([] if stencil["ok"] else ["stencil"])
-        print(f"FAILED: dmesh's result differs from NumPy's in {', '.join(bad)}")
+        print(f"FAILED: dmesh's (or mpi4py-fft's) result differs from NumPy's in "
+              f"{', '.join(bad)}")  # fmt: skip
     mesh.close()
     comm.Free()
     return 0 if ok else 1
