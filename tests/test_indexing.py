@@ -80,3 +80,22 @@ def test_boolean_masks_and_nonzero(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
     kept = rows[rows > 0]  # only dim 0 sharded: no element moves
     assert_all(comm, kept.placements[0] == Shard(0))
     assert_raises_all(comm, IndexError, rows.__getitem__, rows)  # a float index, as NumPy
+
+
+def test_masks_of_leading_dims(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # k-means' X[labels == j]: a mask of the leading dims selects whole rows, and with
+    # the rows sharded nothing moves but one count per block (no nonzero(), no exchange).
+    data = np.arange(13 * 4 * 3, dtype=np.float64).reshape(13, 4, 3) - 70
+    labels = np.random.default_rng(28).integers(0, 4, 13)
+    for placements in layouts(mesh):
+        x = dmesh.distribute(data, mesh, placements)
+        lab = dmesh.distribute(labels, mesh, [Shard(0)] * mesh.ndim)
+        for j in range(5):  # cluster 4 is empty
+            assert_equal_all(comm, x[lab == j].full_array(), data[labels == j])
+        two = dmesh.distribute(data[..., 0] > 0, mesh, placements)
+        assert_equal_all(comm, x[two].full_array(), data[data[..., 0] > 0])
+    rows = dmesh.distribute(data, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    lab = dmesh.distribute(labels, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    with dmesh.debug.CommMode() as record:
+        rows[lab == 1]
+    assert_all(comm, set(record.counts()) <= {"all_gather"}, f"{record.counts()}")

@@ -191,7 +191,13 @@ def getitem(a: DArray, key: Any) -> DArray:
     :mod:`dmesh.ops.indexing.fancy` (collective).
     """
 
-    if isinstance(key, DArray) and key.dtype == np.bool_ and key.ndim and key.shape == a.shape:
+    if (
+        isinstance(key, DArray)
+        and key.dtype == np.bool_
+        and key.ndim
+        and key.shape == a.shape[: key.ndim]
+        and key.mesh is a.mesh
+    ):  # a[mask] with a mask of a's leading dims (k-means' X[labels == j]): no nonzero()
         return mask_select(a, key)
     if masks.has_mask(key):  # a mask on some dims: its nonzero() arrays (collective)
         key = masks.expand_masks(a, key)
@@ -282,47 +288,58 @@ def _row_layout(a: DArray) -> DArray:
 
 
 def selection(a: DArray, local_values: Any) -> DArray:
-    """A 1-D DArray whose blocks are each rank's selected elements, in C order.
+    """A DArray whose blocks are each rank's selected elements (or rows), in C order.
 
     ``a`` has only dim 0 sharded, so block order is C order: the result is
-    sharded like ``a``'s dim 0, with boundaries from the selected counts
-    (one all-gather of a count over the mesh dims that shard dim 0).
+    sharded like ``a``'s dim 0 (its other dims whole, as ``local_values``'s),
+    with boundaries from the selected counts (one all-gather of a count over
+    the mesh dims that shard dim 0).
     """
 
     mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
     placements: list[Placement] = [
         Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim)
     ]
+    rest = tuple(local_values.shape[1:])
     if not mesh_dims:
         total = local_values.shape[0]
-        layout = Layout(a.mesh.shape, tuple(placements), (total,), (None,))
+        layout = Layout(a.mesh.shape, tuple(placements), (total, *rest), (None,) * (1 + len(rest)))
         return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
     comm = a.mesh[mesh_dims].comm()  # rank order there is block order
     counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, comm)
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
-    layout = Layout(a.mesh.shape, tuple(placements), (bounds[-1],), (bounds,))
+    layout = Layout(
+        a.mesh.shape, tuple(placements), (bounds[-1], *rest), (bounds,) + (None,) * len(rest)
+    )
     return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
 
 
 def mask_select(a: DArray, mask: DArray) -> DArray:
-    """``a[mask]`` for a boolean DArray of ``a``'s shape: a 1-D, usually uneven DArray.
+    """``a[mask]`` for a boolean DArray of ``a``'s shape, or of its leading dims.
 
-    No element moves when only dim 0 is sharded; otherwise both are first
-    redistributed so that it is. Collective (the selected counts are shared).
+    The result has one dim for the mask's dims (their True positions in C
+    order), then ``a``'s other dims whole; it is sharded on that first dim,
+    usually unevenly. No element moves when only dim 0 is sharded;
+    otherwise both are first redistributed so that it is. Collective (the
+    selected counts are shared).
     """
-    if mask.shape != a.shape or mask.dtype != np.bool_:
+    k = mask.ndim
+    if mask.shape != a.shape[:k] or mask.dtype != np.bool_ or not k:
         raise ArgumentTypeError(
-            f"a boolean mask must be a bool DArray of the array's shape {a.shape}; got "
-            f"{mask.dtype} of shape {mask.shape}"
+            f"a boolean mask must be a bool DArray of the array's shape {a.shape} or of its "
+            f"leading dims; got {mask.dtype} of shape {mask.shape}"
         )
     if mask.mesh is not a.mesh:
         raise ArgumentTypeError("the mask must be on the array's mesh")
     a = _row_layout(a)
-    mask = mask.with_layout(a.spec.layout)
+    layout = a.spec.layout
+    mask = mask.with_layout(
+        Layout(layout.mesh_shape, layout.placements, mask.shape, layout.bounds[:k])
+    )
     if a.mesh.coordinate is None:
-        empty = array_module(a.local).empty((0,), a.dtype)
-        layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, (0,), (None,))
-
+        empty = array_module(a.local).empty((0, *a.shape[k:]), a.dtype)
+        shape = (0, *a.shape[k:])
+        layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, shape, (None,) * len(shape))
         return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
     return selection(a, a.local[mask.local])
 
