@@ -97,7 +97,8 @@ def _price(
 ) -> Decision | None:
     balanced = Layout.balanced(mesh_shape, out_placements, out_shape)
     out_bounds = [
-        _kept_bounds(d, out_shape, targets, dim_map, specs) or balanced.bounds[d]
+        _kept_bounds(d, out_shape, targets, dim_map, specs, balanced.bounds[d])
+        or balanced.bounds[d]
         if sharding_mesh_dims(out_placements, d)
         else None
         for d in range(len(out_shape))
@@ -177,21 +178,42 @@ def _balanced_cut(
     return order.bounds[0]  # type: ignore[return-value]
 
 
+SHIFT = 16  # cells: operands cut this close to the balanced cut are shifted slices
+
+
 def _kept_bounds(
     d: int,
     out_shape: tuple[int, ...],
     targets: list[tuple[Placement, ...]],
     dim_map: tuple[tuple[int | None, ...], ...],
     specs: tuple[DArraySpec | None, ...],
+    balanced: tuple[int, ...] | None = None,
 ) -> tuple[int, ...] | None:
-    """Boundaries of output dim ``d`` from an operand already sharded that way, if any."""
+    """Boundaries of output dim ``d`` from an operand already sharded that way, if any.
+
+    The first such operand's, unless the operands disagree and every one is
+    cut within :data:`SHIFT` cells of the balanced cut (shifted slices of one
+    array: ``Z[2:] - Z[:-2]``, ``u[1:-1] + (h[2:] - h[:-2])``): then the
+    balanced cut, which is the centre slice's (``Z[1:-1]``) where stencils
+    write their result, so that later ops and the final write need no move.
+    """
+    found: list[tuple[int, ...]] = []
     for spec, placements, dims in zip(specs, targets, dim_map):
         if spec is None or spec.placements != placements or d not in dims:
             continue
         own = dims.index(d)
         if spec.shape[own] == out_shape[d] and spec.layout.bounds[own] is not None:
-            return spec.layout.bounds[own]
-    return None
+            found.append(spec.layout.bounds[own])  # type: ignore[arg-type]
+    if not found:
+        return None
+    if balanced is not None and any(b != found[0] for b in found[1:]):
+        near = all(
+            len(b) == len(balanced) and max(abs(x - y) for x, y in zip(b, balanced)) <= SHIFT
+            for b in found
+        )
+        if near:
+            return balanced
+    return found[0]
 
 
 def _move_cost(spec: DArraySpec, target: Layout) -> float:
