@@ -22,6 +22,7 @@ from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import VIEW_FUNCTIONS, function_of_view
 from dmesh.ops.integer_power import check_integer_power
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
@@ -166,6 +167,8 @@ def dispatch_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> An
 
 def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` with DArray arguments (the ``__array_function__`` hook)."""
+    if args and type(args[0]) is DArray and args[0]._view is not None and func in VIEW_FUNCTIONS:
+        return function_of_view(func, args, kwargs, dispatch_function)  # (ops.indexing.views)
     if not kwargs and len(args) == 1 and type(args[0]) is DArray:
         # The hottest path (``np.sum(a)``): one operand, seen before.
         x = args[0]

@@ -29,7 +29,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Replicate, Shard
-from helpers import Verdict
+from helpers import Verdict, assert_raises_all
 
 R = Replicate()
 A55 = np.arange(25).reshape(5, 5)
@@ -498,3 +498,36 @@ def test_generated_view_chains(
                 continue
             verdict.check(*same(d.full_array(), expected, f"{where}: base"))
             verdict.check(*same(value_of(view), expected_view, f"{where}: view"))
+
+
+def test_functions_of_detached_views(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.real/np.imag of a detached view write through; other view functions refuse writes.
+
+    ``a[:, 1].real[...] = x`` writes ``a`` in NumPy; in dmesh ``np.real`` of a
+    detached view is the selection of ``np.real(a)``. ``a[1].T``,
+    ``np.reshape(a[1], ...)`` share the view's elements but cannot be traced
+    back to ``a``: a write raises on every rank instead of being lost.
+    """
+    base = (np.arange(20.0) - 7).reshape(4, 5) + 1j * np.arange(20.0).reshape(4, 5)
+    verdict = Verdict(comm)
+    for placements in layouts(mesh, 2):
+        a = dmesh.distribute(base, mesh, placements)
+        want = base.copy()
+        col = a[:, 1]
+        col.real[...] = -3.0
+        want[:, 1].real[...] = -3.0
+        np.imag(a[2])[1:3] = 9.0
+        want[2].imag[1:3] = 9.0
+        a[0].imag = 4.0
+        want[0].imag = 4.0
+        verdict.equal(a.full_array(), want)
+        derived = a[1].T if a[1]._view is not None else None
+        if derived is not None:
+            assert_raises_all(comm, NotImplementedError, derived.__setitem__, Ellipsis, 0.0)
+            assert_raises_all(comm, NotImplementedError, derived.fill, 0.0)
+            reshaped = np.reshape(a[1], (5, 1))
+            assert_raises_all(comm, NotImplementedError, reshaped.__setitem__, 0, 1.0)
+            assert_raises_all(comm, NotImplementedError, np.add, reshaped, 1, out=reshaped)
+            verdict.equal(derived.full_array(), want[1].T)
+        verdict.equal(a.full_array(), want)
+    verdict.agree()

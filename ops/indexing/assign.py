@@ -46,6 +46,8 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     if hashable is not None and _planned(a, key, hashable, value):
         return
     view = a._view
+    if type(view) is views.Derived:
+        view.refuse()
     if view is not None:  # a detached view: the write goes to its root (dmesh.ops.indexing.views)
         _write_through(a, view, key, value)
         return
@@ -102,6 +104,8 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
     path, with nothing done.
     """
     view = a._view
+    if view is not None and type(view) is not views.ViewOf:
+        return False
     plan = selection(a._spec, key, hashable)
     if plan.mirrored:
         return False
@@ -188,7 +192,11 @@ def _write_through(a: DArray, view: views.ViewOf, key: Any, value: Any) -> None:
             setitem(a, key, value)
         return
     plan_index(a.spec, key)  # raises as NumPy for a bad key, before the root sees it
-    if isinstance(value, DArray) and value._view is not None and value._view.root is view.root:
+    if (
+        isinstance(value, DArray)
+        and type(value._view) is views.ViewOf
+        and value._view.root is view.root
+    ):
         value = value.copy()  # it may read what the write changes (NumPy copies overlaps)
     setitem(view.root, views.root_key(items), value)
     views.refresh(a)

@@ -41,16 +41,27 @@ import functools
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentTypeError
+from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
 
 __all__ = [
-    "ViewOf", "assign_result", "compose", "normalize", "record", "refresh", "root_key",
-    "same_view", "writes_through", "writing",
+    "VIEW_FUNCTIONS",
+    "Derived",
+    "ViewOf",
+    "assign_result",
+    "compose",
+    "function_of_view",
+    "normalize",
+    "record",
+    "refresh",
+    "root_key",
+    "same_view",
+    "writes_through",
+    "writing",
 ]  # fmt: skip
 
 
@@ -65,6 +76,59 @@ class ViewOf(NamedTuple):
 
 def _index(item: Any) -> int:
     return operator.index(item)
+
+
+class Derived(NamedTuple):
+    """A view a function made of a detached view (``row.T``, ``np.reshape(a[0], ...)``).
+
+    Its blocks share the detached view's, but no key of the root says where
+    its elements are, so a write through it could not reach the root; it
+    raises instead of being lost. Reads are as the function's result.
+    """
+
+    function: str  # the function that made it, for the message
+
+    def refuse(self) -> NoReturn:
+        """Raise the error every write through this view gets (on every rank alike)."""
+        raise UnsupportedError(
+            f"writing through np.{self.function}(v) where v is a view that is no view of the "
+            "blocks (an int index on a sharded dim, a selection of a partial array, a negative "
+            "step on a sharded dim) is not supported: its elements cannot be traced back to "
+            "the array they live in. Write through v itself (v[...] = np.transpose(x) for "
+            "v.T[...] = x), or take a copy first (np.copy)"
+        )
+
+
+# Functions whose result shares the argument's elements. Of a detached view,
+# np.real/np.imag become the selection of np.real/np.imag of its root (a view
+# of the root's blocks); the others give a Derived view.
+VIEW_FUNCTIONS: frozenset[Any] = frozenset((
+    np.real, np.imag, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.reshape,
+    np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+    np.broadcast_to, np.diagonal, np.matrix_transpose,
+))  # fmt: skip
+
+
+def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Any) -> Any:
+    """``func(*args, **kwargs)`` for a view function of the detached view ``args[0]``.
+
+    ``run`` is the dispatcher, called with ``args[0]``'s record set aside so
+    that it does not come back here.
+    """
+    x = args[0]
+    view = x._view
+    if func in (np.real, np.imag) and type(view) is ViewOf and len(args) == 1 and not kwargs:
+        return func(view.root)[root_key(view.items)]  # a view of np.real(root): writes land
+    x._view = None
+    try:
+        result = run(func, (type(x),), args, kwargs)
+    finally:
+        x._view = view
+    marker = view if type(view) is Derived else Derived(func.__name__)
+    for out in result if isinstance(result, (tuple, list)) else (result,):
+        if isinstance(out, DArray):
+            out._view = marker
+    return result
 
 
 def _expand(key: Any, ndim: int) -> list[Any]:
@@ -158,7 +222,10 @@ def record(
     come from the key and the layout, so every rank records the same.
     ``holds``: this rank's block of ``result`` is ``parent``'s elements.
     """
-    view: ViewOf | None = parent._view
+    view: ViewOf | Derived | None = parent._view
+    if isinstance(view, Derived):  # a selection of a function's view keeps refusing writes
+        result._view = view
+        return
     if view is not None:
         items = compose(view.items, key, parent.ndim)
         if items is not None:
@@ -174,7 +241,7 @@ def record(
 def refresh(view: DArray) -> None:
     """Take a view that is not live anew from its root, after a write through it."""
     record_ = view._view
-    if record_ is None or record_.live:
+    if type(record_) is not ViewOf or record_.live:
         return
     fresh = record_.root[root_key(record_.items)]
     view._local, view._spec, view._view = fresh._local, fresh._spec, fresh._view
@@ -192,7 +259,9 @@ def writing(a: DArray) -> Iterator[DArray]:
     """
     if not isinstance(a, DArray):
         raise ArgumentTypeError(f"the target of a write must be a DArray, got {type(a).__name__}")
-    view: ViewOf | None = a._view
+    view: ViewOf | Derived | None = a._view
+    if isinstance(view, Derived):
+        view.refuse()
     if any(p.is_partial() for p in a.placements):
         reduced = a.reduce_partials()
         a._local, a._spec = reduced._local, reduced._spec
@@ -225,7 +294,12 @@ def same_view(target: DArray, key: Any, value: Any) -> bool:
     if type(value) is not DArray:
         return False
     view: ViewOf | None = value._view
-    if view is None or not view.live or view.root is not target or target._view is not None:
+    if (
+        type(view) is not ViewOf
+        or not view.live
+        or view.root is not target
+        or target._view is not None
+    ):
         return False
     try:
         return view.items == normalize(target.shape, key)
