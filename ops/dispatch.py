@@ -99,7 +99,7 @@ def call_ufunc(
                 x._spec if type(x) is DArray else type(x),
                 y._spec if type(y) is DArray else type(y),
             )
-            mesh = x._spec.mesh if type(x) is DArray else y._spec.mesh
+            mesh = x._spec.mesh if isinstance(x, DArray) else y._spec.mesh  # (a subclass too)
         else:
             key = (ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs])
             mesh = _mesh_of(inputs)
