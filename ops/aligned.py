@@ -27,8 +27,10 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
+from mpi4py import MPI
 
 import dmesh.collectives as coll
+from dmesh.collectives import tracing
 from dmesh.core.layout import Layout
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
@@ -154,6 +156,9 @@ def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tupl
     """The crossing cells of every moved operand in one ``Alltoallv`` of bytes.
 
     Returns ``{(operand, sender): cells}`` with each received piece in its shape.
+    Unwatched, the ``Alltoallv`` is made directly on the packed bytes (the
+    counts come from the plan, the same on every rank); a debug tool watching
+    gets it through :func:`dmesh.collectives.all_to_all`.
     """
     nranks = comm.Get_size()
     send_parts: list[list[Any]] = [[] for _ in range(nranks)]
@@ -161,24 +166,35 @@ def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tupl
     for m in piecewise.moved:
         block = operands[m.operand]._local
         for rank, index in m.outgoing:
-            send_parts[rank].append(np.ascontiguousarray(block[index]).view(np.uint8).reshape(-1))
+            send_parts[rank].append(block[index])
         item = block.dtype.itemsize
         for rank, index in m.incoming:
             recv_bytes[rank] += item * math.prod(s.stop - s.start for s in index)
-    send_counts = [sum(p.size for p in parts) for parts in send_parts]
-    chunks = [p for parts in send_parts for p in parts]
-    send = np.concatenate(chunks) if chunks else np.empty(0, np.uint8)
-    flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_bytes)
+    send_counts = [sum(p.nbytes for p in parts) for parts in send_parts]
+    send = np.empty(sum(send_counts), np.uint8)
+    at = 0
+    for parts in send_parts:
+        for part in parts:  # one copy each, straight into the send buffer
+            send[at : at + part.nbytes].view(part.dtype).reshape(part.shape)[...] = part
+            at += part.nbytes
+    starts = list(itertools.accumulate(recv_bytes, initial=0))
+    if tracing.hooked:
+        flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_bytes)
+    else:
+        flat = np.empty(starts[-1], np.uint8)
+        displs = list(itertools.accumulate(send_counts, initial=0))[:-1]
+        comm.Alltoallv(
+            [send, (send_counts, displs), MPI.BYTE], [flat, (recv_bytes, starts[:-1]), MPI.BYTE]
+        )
     received: dict[tuple[int, int], Any] = {}
-    starts = np.concatenate([[0], np.cumsum(recv_bytes)]).astype(int)
-    offsets = list(starts[:-1])
+    offsets = starts[:-1]
     for m in piecewise.moved:  # senders pack by operand order, as read here
         dtype = operands[m.operand]._local.dtype
         for rank, index in m.incoming:
             shape = tuple(s.stop - s.start for s in index)
             nbytes = dtype.itemsize * math.prod(shape)
-            at = offsets[rank]
-            received[(m.operand, rank)] = flat[at : at + nbytes].view(dtype).reshape(shape)
+            begin = offsets[rank]
+            received[(m.operand, rank)] = flat[begin : begin + nbytes].view(dtype).reshape(shape)
             offsets[rank] += nbytes
     return received
 
