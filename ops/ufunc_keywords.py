@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -21,8 +22,8 @@ from dmesh.collectives.errors import (
     UnsupportedError,
 )
 from dmesh.darray import DArray
-from dmesh.ops.indexing.views import assign_result, writing
-from dmesh.ops.pipeline import align, check_operands, replicate_arrays, steps, wrap
+from dmesh.ops.indexing.views import ViewOf, assign_result, writing
+from dmesh.ops.pipeline import SCALARS, align, check_operands, replicate_arrays, steps, wrap
 from dmesh.ops.propagation import decide
 from dmesh.ops.registry import Call, Rule, decomposition_for
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
@@ -43,6 +44,22 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
+    view = target._view
+    if (
+        type(view) is ViewOf
+        and view.live
+        and not kwargs
+        and ufunc.nout == 1
+        and ufunc.signature is None
+        and all(x is target or isinstance(x, SCALARS) for x in inputs)
+    ):
+        # row += 1 on a live view a[i] (dmesh.ops.indexing.views): the holders' blocks are
+        # a's elements, so they compute in place; the other ranks keep their identity terms
+        # and compute into scratch only so that an error (a cast) is raised on every rank.
+        block = target._local
+        into_block = block if view.held else array_module(block).empty_like(block)
+        ufunc(*[block if x is target else x for x in inputs], out=into_block)
+        return target
     if not kwargs and target._view is None and ufunc.signature is None:
         # A cached call whose result is laid out like out (a += b, np.add(a, b, out=o)):
         # computed straight into out's block, no temporary and no copy.

@@ -572,3 +572,24 @@ def test_writes_through_views_in_compiled_functions(
             want[0] = 7
             verdict.equal(b.full_array(), want)
     verdict.agree()
+
+
+def test_in_place_on_a_row_raises_on_every_rank(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """``row += 1.5`` on an int row is a casting error in NumPy: every rank raises it, the
+    ranks that hold the row and those holding identity terms alike, and nothing changes."""
+    for placements in layouts(mesh, 2):
+        a = dmesh.distribute(A55, mesh, placements)
+        row = a[4]
+
+        def add_in_place(row: Any = row) -> None:
+            row += 1.5
+
+        assert_raises_all(comm, TypeError, add_in_place)
+        row *= np.int64(-3)
+        want = A55.copy()
+        want[4] *= -3
+        verdict = Verdict(comm)
+        verdict.equal(a.full_array(), want)
+        verdict.agree()

@@ -117,7 +117,14 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
     if isinstance(value, DArray):
         if value.mesh is not a.mesh:
             return False
-        if view is None and views.same_view(a, key, value):  # a[k] += 1's last step
+        seen = value._view
+        if (
+            view is None
+            and type(seen) is views.ViewOf
+            and seen.root is a
+            and seen.live
+            and seen.items == plan.items
+        ):  # a[k] += 1's last step: v = a[k] was written through already
             return True
         target = _value_layout(a._spec, hashable, plan.writable, value)
         if target is None:
