@@ -31,7 +31,7 @@ from mpi4py import MPI
 
 import dmesh.collectives as coll
 from dmesh.collectives import tracing
-from dmesh.core.layout import Layout
+from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops.propagation import Decision
@@ -132,7 +132,7 @@ def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> D
         return None
     out_shape = decision.result.local_shape(coord)
     for x, move in zip(operands, decision.moves):
-        if isinstance(x, DArray) and not move and not _fits(x, out_shape, decision.result.shape):
+        if isinstance(x, DArray) and not move and not _fits(x._spec.layout, decision.result):
             return None
     received = _exchange(piecewise, operands, comm) if piecewise.crosses else {}
     empty = [b[(slice(0, 0),) * b.ndim] if hasattr(b, "ndim") and b.ndim else b for b in blocks]
@@ -142,14 +142,22 @@ def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> D
     return DArray(out, decision.result_spec(mesh, dtype))
 
 
-def _fits(x: DArray, out_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    """Whether ``x``'s block has the result block's extent on every dim it does not broadcast."""
-    lead = len(shape) - x.ndim
-    block = x._local.shape
-    return lead >= 0 and all(
-        (x.shape[d] == 1 and shape[d + lead] != 1) or block[d] == out_shape[d + lead]
-        for d in range(x.ndim)
-    )
+def _fits(x: Layout, result: Layout) -> bool:
+    """Whether an operand laid out as ``x`` has the result's blocks on every dim it does not
+    broadcast (and is whole on those it does). From the layouts alone: every rank agrees."""
+    lead = len(result.shape) - len(x.shape)
+    if lead < 0:
+        return False
+    for d in range(len(x.shape)):
+        mesh_dims = sharding_mesh_dims(x.placements, d)
+        if x.shape[d] == 1 and result.shape[d + lead] != 1:
+            if mesh_dims:
+                return False
+        elif x.bounds[d] != result.bounds[d + lead] or mesh_dims != sharding_mesh_dims(
+            result.placements, d + lead
+        ):
+            return False
+    return True
 
 
 def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tuple[int, int], Any]:
