@@ -21,7 +21,6 @@ from dmesh.collectives._common import (
     as_array,
     check_flag,
     complete,
-    from_front,
     start_async,
 )
 from dmesh.collectives._eager import all_to_all_slots
@@ -35,19 +34,45 @@ from dmesh.collectives.headers import all_gather_headers
 __all__ = ["all_to_all", "permute"]
 
 
-def _pack_pieces(
-    x: Any, split_axis: int, concat_axis: int, pieces: tuple[int, ...], xp: Any
-) -> Any:
-    """One flat buffer holding piece p of ``x`` (along ``split_axis``), concat axis first."""
-    if concat_axis == 0 and split_axis == 0:
+def _pack_pieces(x: Any, split_axis: int, pieces: tuple[int, ...], xp: Any) -> Any:
+    """One flat buffer holding piece p of ``x`` (along ``split_axis``), each in C order.
+
+    Pieces along axis 0 of a C-contiguous array already lie one after the
+    other: ``x`` itself is the buffer, no copy. Otherwise each piece is
+    copied once, row segments in C order (no transposition).
+    """
+    if split_axis == 0:
         return xp.ascontiguousarray(x).reshape(-1)
     buf = xp.empty(x.size, dtype=x.dtype)
     offset = 0
     for view in _split(x, split_axis, pieces):
-        piece = xp.moveaxis(view, concat_axis, 0)
-        buf[offset : offset + piece.size].reshape(piece.shape)[...] = piece
-        offset += piece.size
+        buf[offset : offset + view.size].reshape(view.shape)[...] = view
+        offset += view.size
     return buf
+
+
+def _unpack_pieces(
+    recv: Any, out_shape: tuple[int, ...], concat_axis: int, incoming: Sequence[int], xp: Any
+) -> Any:
+    """The received pieces (each in its sender's C order) joined along ``concat_axis``.
+
+    Along axis 0 the pieces laid end to end are the result in C order (no
+    copy); along another axis each piece is copied once into its place.
+    """
+    if concat_axis == 0:
+        return recv.reshape(out_shape)
+    out = xp.empty(out_shape, dtype=recv.dtype)
+    index: list[Any] = [slice(None)] * len(out_shape)
+    piece_shape = list(out_shape)
+    start = offset = 0
+    for length in incoming:
+        piece_shape[concat_axis] = length
+        size = math.prod(piece_shape)
+        index[concat_axis] = slice(start, start + length)
+        out[tuple(index)] = recv[offset : offset + size].reshape(piece_shape)
+        start += length
+        offset += size
+    return out
 
 
 def all_to_all(
@@ -144,29 +169,35 @@ def all_to_all(
     else:
         incoming, same = _exchange_piece_lengths(comm, x, split_axis, concat_axis, pieces)
         sizes_agree = sizes_agree or same
-    # Shape of what arrives, concat axis first: the piece shape without the
-    # concat axis (the split axis holds this rank's share).
+    # What arrives from each rank: its piece in its C order, this rank's share
+    # along the split axis and the sender's length along the concat axis.
     piece_shape = list(x.shape)
     piece_shape[split_axis] = pieces[rank]
-    rest = tuple(s for i, s in enumerate(piece_shape) if i != concat_axis)
-    rest_size = math.prod(rest)
+    rest_size = math.prod(s for i, s in enumerate(piece_shape) if i != concat_axis)
     per_split_row = x.size // length if length else 0
     send_counts = [p * per_split_row for p in pieces]
     recv_counts = [n * rest_size for n in incoming]
 
     transport = transport_for(x, comm)
-    send = transport.outgoing(_pack_pieces(x, split_axis, concat_axis, pieces, transport.xp))
-    recv = transport.empty((sum(incoming), *rest), x.dtype)
+    send = transport.outgoing(_pack_pieces(x, split_axis, pieces, transport.xp))
+    recv = transport.empty((sum(recv_counts),), x.dtype)
     datatype = mpi_datatype(x.dtype)
     out_shape = list(piece_shape)
     out_shape[concat_axis] = sum(incoming)
+    shape = tuple(out_shape)
+
+    def finish() -> Any:
+        return _unpack_pieces(transport.incoming(recv), shape, concat_axis, incoming, transport.xp)
+
     if equal_pieces(sizes_agree, pieces, incoming):  # the plain (better tuned) call
         return complete(
             async_op,
             lambda: comm.Alltoall([send, datatype], [recv, datatype]),
             lambda: [comm.Ialltoall([send, datatype], [recv, datatype])],
-            lambda: from_front(transport.incoming(recv), concat_axis),
-            tuple(out_shape),
+            lambda: _unpack_pieces(
+                transport.incoming(recv), shape, concat_axis, incoming, transport.xp
+            ),
+            shape,
             x.dtype,
         )
     sendspec = [send, (send_counts, offsets_of(send_counts)), datatype]
@@ -175,8 +206,10 @@ def all_to_all(
         async_op,
         lambda: comm.Alltoallv(sendspec, recvspec),
         lambda: [comm.Ialltoallv(sendspec, recvspec)],
-        lambda: from_front(transport.incoming(recv), concat_axis),
-        tuple(out_shape),
+        lambda: _unpack_pieces(
+            transport.incoming(recv), shape, concat_axis, incoming, transport.xp
+        ),
+        shape,
         x.dtype,
     )
 
