@@ -593,3 +593,26 @@ def test_in_place_on_a_row_raises_on_every_rank(
         verdict = Verdict(comm)
         verdict.equal(a.full_array(), want)
         verdict.agree()
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_views_of_partial_arrays(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, op: str) -> None:
+    """Writes through views of a ``Partial(op)`` array reduce it first and land, bit for bit
+    (NaN, +-inf, -0.0 in the terms' values)."""
+    base = np.array([[1.0, np.nan, -np.inf, 4.0], [-0.0, 2.0, np.inf, -3.0], [5.0, -1.0, 0.0, 7.0]])
+    a = dmesh.distribute(base, mesh, [dmesh.Partial(op)] + [R] * (mesh.ndim - 1))
+    want = base.copy()
+    row = a[1]
+    row[1:3] = -9.0
+    want[1, 1:3] = -9.0
+    column = a[:, 2]
+    column += 1
+    want[:, 2] += 1
+    a[0][...] = a[2]
+    want[0] = want[2]
+    last = a[2]
+    np.multiply(last, 2, out=last)
+    want[2] *= 2
+    verdict = Verdict(comm)
+    verdict.check(*same(a.full_array(), want, f"Partial({op})"))
+    verdict.agree()

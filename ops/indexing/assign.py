@@ -51,8 +51,6 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     if view is not None:  # a detached view: the write goes to its root (dmesh.ops.indexing.views)
         _write_through(a, view, key, value)
         return
-    if views.same_view(a, key, value):  # a[k] += 1's last step: v = a[k] written through already
-        return
     # Writing into partial terms would leave terms that no longer sum to the
     # written value: the array is reduced in place first (collective).
     reduce_in_place(a)

@@ -78,12 +78,7 @@ def expand_key(key: Any, ndim: int) -> list[Any]:
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if used > ndim:
         raise IndexError(f"too many indices for a {ndim}-d DArray: {used} were given")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items[at : at + 1] = [slice(None)] * (ndim - used)
-    else:
-        items += [slice(None)] * (ndim - used)
-    return items
+    return views.expand(tuple(items), ndim)
 
 
 def plan_index(spec: DArraySpec, key: Any) -> IndexPlan:

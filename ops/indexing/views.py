@@ -59,7 +59,7 @@ __all__ = [
     "record",
     "refresh",
     "root_key",
-    "same_view",
+
     "writes_through",
     "writing",
 ]  # fmt: skip
@@ -72,10 +72,6 @@ class ViewOf(NamedTuple):
     items: tuple[int | range | None, ...]  # one per root dim (int or range), None for new axes
     live: bool  # the holder's block is a view of root's: later root writes show
     held: bool  # this rank's block is the root's elements (not identity terms): rank-local
-
-
-def _index(item: Any) -> int:
-    return operator.index(item)
 
 
 class Derived(NamedTuple):
@@ -131,8 +127,9 @@ def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], r
     return result
 
 
-def _expand(key: Any, ndim: int) -> list[Any]:
-    """``key`` as one item per dim plus ``None`` items (``...`` expanded); basic keys only."""
+def expand(key: Any, ndim: int) -> list[Any]:
+    """``key`` as one item per dim plus ``None`` items (``...`` expanded), for a basic key
+    already checked (:func:`dmesh.ops.indexing.basic.expand_key` checks, then calls this)."""
     items = list(key) if type(key) is tuple else [key]
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if Ellipsis in items:
@@ -151,7 +148,7 @@ def normalize(shape: tuple[int, ...], key: Any) -> tuple[int | range | None, ...
     """
     out: list[int | range | None] = []
     d = 0
-    for item in _expand(key, len(shape)):
+    for item in expand(key, len(shape)):
         if item is None:
             out.append(None)
             continue
@@ -159,7 +156,7 @@ def normalize(shape: tuple[int, ...], key: Any) -> tuple[int | range | None, ...
         if isinstance(item, slice):
             out.append(range(*item.indices(n)))
         else:
-            out.append(_index(item) % n)
+            out.append(operator.index(item) % n)
         d += 1
     return tuple(out)
 
@@ -172,7 +169,7 @@ def compose(
     None when the selection cannot be written as a key of the root (a new
     axis sliced to length 0: an empty selection, left to :func:`writing`).
     """
-    sub = _expand(key, view_ndim)
+    sub = expand(key, view_ndim)
     out: list[int | range | None] = []
     j = 0  # position in sub
     for item in items:
@@ -195,7 +192,7 @@ def compose(
         if isinstance(k, slice):
             out.append(item[k])
         else:
-            out.append(item[_index(k)])  # (bounds were checked by the view's indexing)
+            out.append(item[operator.index(k)])  # (bounds were checked by the view's indexing)
     out.extend(None for _ in sub[j:])  # trailing new axes of key
     return tuple(out)
 
@@ -283,28 +280,6 @@ def writing(a: DArray) -> Iterator[DArray]:
 def _private(a: DArray) -> DArray:
     """``a`` without its view record, so that the assignment is not taken for a no-op."""
     return DArray(a._local, a._spec)
-
-
-def same_view(target: DArray, key: Any, value: Any) -> bool:
-    """Whether ``target[key] = value`` assigns the live view ``target[key]`` to itself.
-
-    ``a[k] += 1`` is ``v = a[k]; v += 1`` (written through) then ``a[k] = v``;
-    the last step changes nothing and would cost a redistribution.
-    """
-    if type(value) is not DArray:
-        return False
-    view: ViewOf | None = value._view
-    if (
-        type(view) is not ViewOf
-        or not view.live
-        or view.root is not target
-        or target._view is not None
-    ):
-        return False
-    try:
-        return view.items == normalize(target.shape, key)
-    except (TypeError, IndexError):
-        return False
 
 
 def writes_through(func: Callable[..., Any]) -> Callable[..., Any]:
