@@ -23,7 +23,15 @@ from dmesh.collectives.errors import (
 )
 from dmesh.darray import DArray
 from dmesh.ops.indexing.views import ViewOf, assign_result, writing
-from dmesh.ops.pipeline import SCALARS, align, check_operands, replicate_arrays, steps, wrap
+from dmesh.ops.pipeline import (
+    SCALARS,
+    align,
+    cache_key,
+    check_operands,
+    replicate_arrays,
+    steps,
+    wrap,
+)
 from dmesh.ops.propagation import decide
 from dmesh.ops.registry import Call, Rule, decomposition_for
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
@@ -63,7 +71,8 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
     if not kwargs and target._view is None and ufunc.signature is None:
         # A cached call whose result is laid out like out (a += b, np.add(a, b, out=o)):
         # computed straight into out's block, no temporary and no copy.
-        step = steps.get((ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs]))
+        key = cache_key(ufunc, inputs, {})  # the step cache's own key builder
+        step = None if key is None else steps.get(key)
         if step is not None and step.run is None and step.decision.result == target._spec.layout:
             ufunc(*align(inputs, step.decision), out=target.local)
             return target

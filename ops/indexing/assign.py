@@ -18,16 +18,16 @@ import numpy as np
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout
-from dmesh.core.placement import Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
 from dmesh.ops.indexing import keys as fancy_keys
 from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.basic import NOT_HELD, expand_key, plan_index
-from dmesh.ops.indexing.fancy import block_of
+from dmesh.ops.indexing.fancy import block_of, broadcast_layout
 from dmesh.ops.indexing.operands import reduce_in_place
 from dmesh.ops.indexing.plans import plain_key, selection
+from dmesh.ops.pipeline import SCALARS
 
 __all__ = ["setitem"]
 
@@ -54,7 +54,7 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     # Writing into partial terms would leave terms that no longer sum to the
     # written value: the array is reduced in place first (collective).
     reduce_in_place(a)
-    if _whole_mask(a, key) and isinstance(value, _SCALARS + (np.ndarray,)) and np.ndim(value) == 0:
+    if _whole_mask(a, key) and isinstance(value, (*SCALARS, np.ndarray)) and np.ndim(value) == 0:
         # a[mask] = x, the mask of a's shape: local once laid out like a (Game of Life's
         # Z[birth | survive] = 1), no nonzero() and no exchange.
         mask = key.with_layout(a._spec.layout)
@@ -86,7 +86,6 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
 
 
-_SCALARS = (int, float, complex, bool, np.generic)
 _value_layouts: dict[tuple[Any, ...], Layout | None] = {}
 
 
@@ -131,7 +130,7 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
         if plan.local is not None and (view is None or view.held):
             a.local[plan.local] = moved._local
         return True
-    if not isinstance(value, _SCALARS):
+    if not isinstance(value, SCALARS):
         xp = array_module(a._local)
         value = xp.asarray(value)
         if value.ndim:  # an array every rank holds whole: each writes the part it selects
@@ -161,16 +160,7 @@ def _value_layout(
         v in (1, s) for v, s in zip(value.shape, selected.shape[lead:], strict=True)
     )
     if fits:
-        own = [
-            d >= lead and value.shape[d - lead] == selected.shape[d]
-            for d in range(lead + value.ndim)
-        ]
-        placements = tuple(
-            Shard(q.dim - lead) if isinstance(q, Shard) and own[q.dim] else Replicate()
-            for q in selected.placements
-        )
-        bounds = tuple(selected.bounds[d] if own[d] else None for d in range(lead, len(own)))
-        target = Layout(selected.mesh_shape, placements, value.shape, bounds)
+        target = broadcast_layout(selected, value.shape)
     if len(_value_layouts) >= 4096:
         _value_layouts.clear()
     _value_layouts[cache_key] = target

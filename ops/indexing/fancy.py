@@ -52,7 +52,7 @@ from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing.keys import Plan, is_advanced, is_darray, parse
 
-__all__ = ["block_of", "getitem", "is_advanced", "setitem", "take"]
+__all__ = ["block_of", "broadcast_layout", "getitem", "is_advanced", "setitem", "take"]
 
 
 def _group(view: Layout, plan: Plan) -> tuple[int, ...]:
@@ -115,15 +115,22 @@ def block_of(x: Any, layout: Layout, coord: tuple[int, ...]) -> Any:
     """
     if not is_darray(x):
         return array_module(x).broadcast_to(x, layout.shape)[layout.slices(coord)]
-    lead = len(layout.shape) - x.ndim
-    own = [d >= lead and x.shape[d - lead] == layout.shape[d] for d in range(len(layout.shape))]
+    local = x.with_layout(broadcast_layout(layout, x.shape)).local
+    return array_module(local).broadcast_to(local, layout.local_shape(coord))
+
+
+def broadcast_layout(layout: Layout, shape: tuple[int, ...]) -> Layout:
+    """The layout of an array of ``shape`` that broadcasts to ``layout.shape`` so that its
+    blocks meet ``layout``'s: cut as ``layout`` on the dims it does not broadcast over,
+    replicated along the others (pure)."""
+    lead = len(layout.shape) - len(shape)
+    own = [d >= lead and shape[d - lead] == layout.shape[d] for d in range(len(layout.shape))]
     placements = tuple(
         Shard(q.dim - lead) if isinstance(q, Shard) and own[q.dim] else Replicate()
         for q in layout.placements
     )
     bounds = tuple(layout.bounds[d] if own[d] else None for d in range(lead, len(layout.shape)))
-    local = x.with_layout(Layout(layout.mesh_shape, placements, x.shape, bounds)).local
-    return array_module(local).broadcast_to(local, layout.local_shape(coord))
+    return Layout(layout.mesh_shape, placements, shape, bounds)
 
 
 def _points(plan: Plan, index: Layout, coord: tuple[int, ...], mesh: Any) -> np.ndarray:

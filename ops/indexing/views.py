@@ -265,9 +265,7 @@ def writing(a: DArray) -> Iterator[DArray]:
     if view is None:
         yield a
         return
-    a._view = None  # a private copy while the writer runs
-    if view.live and not any(p.is_partial() for p in a.placements):
-        a._local = a._local.copy()  # (a view of a replicated root row: do not write twice)
+    a._view = None  # its reduced terms are a private copy while the writer runs
     try:
         yield a
     finally:
