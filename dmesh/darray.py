@@ -9,19 +9,19 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-import dmesh.collectives as coll
 from dmesh import _elision, _hooks
 from dmesh.collectives import tracing
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from dmesh.collectives.reduce_ops import canonical_nan, reduce_plan
 from dmesh.core.layout import Layout
-from dmesh.core.placement import Partial, Placement, Replicate, Shard, normalize_placements
+from dmesh.core.placement import Placement, Replicate, normalize_placements
 from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray_array_api import ArrayAPIObject
 from dmesh.darray_methods import ArrayMethods, element_index
+from dmesh.darray_operators import Operators
 from dmesh.redistribution import run_steps
+from dmesh.scalar_routes import GATHER, LOCAL, direct_move, reduce_terms, route_of, routes
 
 __all__ = ["DArray", "Redistribution", "redistribute"]
 
@@ -49,35 +49,7 @@ def redistribute(a: DArray, mesh: Any = None, placements: Any = None) -> DArray:
     return a.redistribute(mesh, placements)
 
 
-# How a one-element array becomes a Python value, by spec: _LOCAL when every
-# rank holds it, (communicator, reduce plan) when ranks hold partial terms of
-# one op, _GATHER otherwise (a sharded dim: the general redistribution).
-_LOCAL, _GATHER = object(), object()
-_scalar_routes: dict[DArraySpec, Any] = {}
-
-
-def _scalar_route(spec: DArraySpec) -> Any:
-    mesh = spec.mesh
-    route: Any = _GATHER
-    if mesh.is_member and not any(type(p) is Shard for p in spec.placements):
-        partial = tuple(m for m, p in enumerate(spec.placements) if p.is_partial())
-        ops = {p.op for p in spec.placements if isinstance(p, Partial)}
-        if math.prod(mesh.shape[m] for m in partial) == 1:
-            # No partial dim, or partial dims of one coordinate each: one term,
-            # so the block is the value (sum, prod, min, max and avg alike).
-            route = _LOCAL
-        elif len(ops) == 1:
-            comm = mesh.comm(partial[0]) if len(partial) == 1 else mesh[partial].comm()
-            plan = reduce_plan(ops.pop(), spec.dtype)
-            # Only a reduction whose received buffer is the value (not avg).
-            route = (comm, plan) if plan.plain and plan.wire == spec.dtype else _GATHER
-    if len(_scalar_routes) >= 1024:  # bounded: specs hold meshes
-        _scalar_routes.clear()
-    _scalar_routes[spec] = route
-    return route
-
-
-class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
+class DArray(ArrayMethods, ArrayAPIObject, Operators):
     """A global array split into blocks over a :class:`~dmesh.DeviceMesh`.
 
     Each rank holds one block (a ``numpy.ndarray``, or a ``cupy.ndarray`` on a
@@ -96,7 +68,8 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     # of dmesh.ops.indexing.views, which routes writes through it to its root.
     __slots__ = ("_local", "_spec", "_view")
     # NumPy calls on DArrays go to the op dispatcher (installed by ``ops``).
-    # Operators come from NDArrayOperatorsMixin, which turns them into ufuncs.
+    # Operators are ufuncs (NDArrayOperatorsMixin), called directly where they
+    # can (dmesh.darray_operators).
     __array_priority__ = 1000
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -212,7 +185,7 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
         Collective over the mesh; no data moves when the layout is already
         this array's. For dispatch, which aligns operands' blocks.
         """
-        return self._moved(self.mesh, layout)
+        return self._moved(self._spec.mesh, layout)
 
     def rebalance(self) -> DArray:
         """The same placements with balanced blocks (moves only misplaced elements). Collective."""
@@ -225,6 +198,14 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
             moved = recorder.redistribute(self, mesh, target)
             if moved is not NotImplemented:
                 return moved  # type: ignore[no-any-return]
+        if mesh is self._spec.mesh and not tracing.hooked:
+            # A one-element array whose plan is a copy or one all_reduce (an operand's
+            # partials reduced: ``x @ y``, then arithmetic): the step made directly.
+            move = direct_move(self._spec, target)
+            if move is not None and (move[1] is LOCAL or not mesh.closed):
+                spec, route = move
+                local = self._local.copy() if route is LOCAL else reduce_terms(self._local, route)
+                return DArray(local, spec)
         spec = DArraySpec(mesh, target, self.dtype)
         if mesh is not self.mesh and sorted(mesh.ranks.ravel()) != sorted(self.mesh.ranks.ravel()):
             raise ArgumentError(
@@ -247,23 +228,15 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
     def full_array(self) -> Any:
         """The whole global array on every rank (collective; empty on non-members)."""
         spec = self._spec
-        route = _scalar_routes.get(spec)  # only one-element specs are remembered
+        route = routes.get(spec)  # only one-element specs are remembered
         if route is None and math.prod(spec.shape) == 1 and not spec.mesh.closed:
-            route = _scalar_route(spec)
-        if route is _LOCAL:  # one element, one term: the block is the value
+            route = route_of(spec)
+        if route is LOCAL:  # one element, one term: the block is the value
             return self._local
-        if route is not None and route is not _GATHER:
+        if route is not None and route is not GATHER and not spec.mesh.closed:
             # One element (``a.sum().full_array()``): one reduction of the
-            # partial terms, not a planned redistribution (a one-element
-            # block is contiguous whatever its strides).
-            local = self._local
-            if type(local) is np.ndarray and not spec.mesh.closed:
-                comm, plan = route
-                if tracing.hooked:  # watched: the same reduction, as a recorded collective
-                    return coll.all_reduce(local, plan.op, comm)
-                out = np.empty(local.shape, local.dtype)  # (empty_like: 0.4 us; this 0.15)
-                comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
-                return canonical_nan(out) if plan.canonical else out
+            # partial terms, not a planned redistribution.
+            return reduce_terms(self._local, route)
         if not self.mesh.is_member:
             return array_module(self._local).empty(self.shape, self.dtype)
         replicated = (Replicate(),) * self.mesh.ndim
@@ -290,29 +263,20 @@ class DArray(ArrayMethods, ArrayAPIObject, NDArrayOperatorsMixin):
         if args:
             return self[element_index(args, self.shape)].item()
         spec = self._spec
-        route = _scalar_routes.get(spec)  # only one-element specs are remembered
+        route = routes.get(spec)  # only one-element specs are remembered
         if route is None:
             if self.size != 1:
                 raise ArgumentError(
                     f"item(): the array has {self.size} elements (shape {self.shape}); "
                     "only one-element arrays convert to a scalar"
                 )
-            route = _GATHER if self.mesh.closed else _scalar_route(spec)
-        if route is _LOCAL:
+            route = GATHER if self.mesh.closed else route_of(spec)
+        if route is LOCAL:
             return self._local.item()
-        if route is _GATHER or spec.mesh.closed:
+        if route is GATHER or spec.mesh.closed:
             return self.full_array().item()  # (raises on a closed mesh)
-        comm, plan = route  # type: ignore[misc]
-        local = self._local
-        if type(local) is np.ndarray and not tracing.hooked:
-            # The hot case, float(np.sum(a)): one MPI call on the partial terms
-            # (a one-element block is contiguous whatever its strides).
-            out = np.empty(local.shape, local.dtype)
-            comm.Allreduce([local, 1, plan.datatype], [out, 1, plan.datatype], plan.mpi_op)
-            value = out.item()
-            return value if value == value else canonical_nan(out).item()
-        value = coll.all_reduce(local, plan.op, comm)
-        return value.astype(self.dtype, copy=False).item()
+        # The hot case, float(np.sum(a)): one MPI call on the partial terms.
+        return reduce_terms(self._local, route).item()
 
     def __float__(self) -> float:
         return float(self.item())

@@ -36,7 +36,7 @@ from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops.propagation import Decision
 
-__all__ = ["Moved", "Piecewise", "pieces_apply", "plan", "run"]
+__all__ = ["Moved", "Piecewise", "pieces_apply", "plan", "possible", "run"]
 
 
 class Moved(NamedTuple):
@@ -112,6 +112,22 @@ def plan(
         if all(hi > lo for lo, hi in box)
     )
     return Piecewise(tuple(moved), crosses, boxes)
+
+
+def possible(decision: Decision, specs: tuple[Any, ...]) -> bool:
+    """Whether :func:`run` may apply to a call of this decision on operands of ``specs``
+    (None for a scalar): what it and :func:`plan` check of the layouts alone. The step
+    cache keys both, so a cached call where this is False skips :func:`run`."""
+    result = decision.result
+    if not result.shape or any(p.is_partial() for p in result.placements):
+        return False
+    for spec, target, move in zip(specs, decision.operands, decision.moves):
+        if not move or target is None:
+            continue
+        placements = spec.placements + target.placements
+        if spec.shape != result.shape or any(p.is_partial() for p in placements):
+            return False
+    return any(decision.moves)
 
 
 def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> DArray | None:

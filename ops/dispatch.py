@@ -100,6 +100,10 @@ def call_ufunc(
                 y._spec if type(y) is DArray else type(y),
             )
             mesh = x._spec.mesh if isinstance(x, DArray) else y._spec.mesh  # (a subclass too)
+        elif len(inputs) == 1:  # np.sqrt(a): the one operand is the DArray
+            (x,) = inputs
+            key = (ufunc, x._spec if type(x) is DArray else type(x))
+            mesh = x._spec.mesh
         else:
             key = (ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs])
             mesh = _mesh_of(inputs)

@@ -55,6 +55,9 @@ class Step(NamedTuple):
     # One DArray operand that stays in place and a rule's run: steps 2 and 3
     # fused into one closure, ``fast(func, x) -> DArray`` (see :func:`fuse`).
     fast: Any = None
+    # Whether a moving ufunc call may be computed in pieces (``aligned.possible``:
+    # from the layouts alone); False skips ``aligned.run``'s checks on every call.
+    piecewise: bool = True
 
 
 # The one cache: (callable, *operand specs or scalar types[, keywords]) -> Step.
@@ -119,7 +122,8 @@ def prepare(
     decision = decide(rule, call, specs)
     single = len(operands) == 1 and specs[0] is not None and not decision.any_move
     fast = fuse(run, call, decision) if single and run is not None else None
-    return operands, mesh, Step(rule, call, decision, run, fast)
+    piecewise = aligned.possible(decision, specs)
+    return operands, mesh, Step(rule, call, decision, run, fast, piecewise)
 
 
 def fuse(run: Any, call: Call, decision: Decision) -> Any:
@@ -146,6 +150,8 @@ def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
     if not decision.any_move:  # the common repeated call: nothing moves
         # (a DArray subclass too: a traced stand-in must say it has no block)
         return [x._local if type(x) is DArray or isinstance(x, DArray) else x for x in operands]
+    if len(operands) == 1:  # np.sqrt(s) of a partial s: the one operand moves
+        return [operands[0].with_layout(decision.operands[0]).local]
     return [
         (x.with_layout(target).local if move else x.local) if target is not None else x
         for x, target, move in zip(operands, decision.operands, decision.moves)
@@ -179,7 +185,13 @@ def perform(
     """
     decision = step.decision
     if decision.any_move:
-        if step.run is None and not kwargs and donor < 0 and type(func) is np.ufunc:
+        if (
+            step.piecewise
+            and step.run is None
+            and not kwargs
+            and donor < 0
+            and type(func) is np.ufunc
+        ):
             # Shifted slices of one array: computed in pieces, only crossing cells sent.
             piecewise = aligned.run(func, decision, list(operands), mesh)
             if piecewise is not None:

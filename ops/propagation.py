@@ -128,6 +128,8 @@ def _price(
             else:
                 bounds.append(own.bounds[e])
         target = Layout(mesh_shape, placements, spec.shape, tuple(bounds))
+        if target == own:  # one object per balanced layout: moves there compare by identity
+            target = own
         operands.append(target)
         cost += _move_cost(spec, target)
     moves = tuple(
