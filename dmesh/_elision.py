@@ -6,34 +6,35 @@ and its page faults. DArray operators hold the block behind a Python object,
 so NumPy cannot see that; these operator methods can look at the DArray's
 reference count instead and pass the block as the result's buffer.
 
-**Off by default; opt in** with ``DMESH_ELIDE=1`` or
-:func:`dmesh.context.set_temporary_elision`. A reference count cannot tell
-a temporary from a DArray that C code holds in a local (Cython or mypyc code
-that computes ``t + c`` and reads ``t`` afterwards): both show the same
-count, and reusing the block would overwrite ``t``. NumPy closes that hole by
-walking the C stack (``backtrace``) and eliding only when every frame up to
-the interpreter loop belongs to Python or NumPy; Python code cannot walk the
-C stack. What it can check, and does when elision is on:
+**On by default**; ``DMESH_ELIDE=0`` or
+``dmesh.context.set_temporary_elision(False)`` turns it off. A reference count
+cannot tell a temporary from a DArray that C code holds in a local (Cython or
+mypyc code that computes ``t + c`` and reads ``t`` afterwards): both show the
+same count, and reusing the block would overwrite ``t``. So a block is reused
+only when, besides the count:
 
 * the nearest Python frame is executing the operator instruction itself
   (``BINARY_OP`` with this operator's argument; ``BINARY_ADD`` and friends
-  before 3.11), read through ``sys._getframe(1)`` and its ``f_lasti``. This
+  before 3.11), read through ``sys._getframe`` and its ``f_lasti``. This
   rejects ``t.__add__(c)``, ``operator.add(t, c)``, ``sum(...)``, and C code
   called from Python by a call instruction;
-* it cannot reject C code that a Python operator reached first (a Cython
-  type's ``__radd__``, run by ``x + cython_obj``, that computes ``t + c`` on a
-  DArray it holds and then reuses ``t``): the frame is then executing the
-  same instruction. Hence opt-in: turn it on where the operators are called
-  from Python code only.
+* the C frames between this method and that Python frame are the
+  interpreter's own path from the instruction to a Python operator method
+  (``dmesh._callers``, NumPy's own check: it walks the C stack with
+  ``backtrace``). This rejects C code that a Python operator reached first (a
+  Cython type's ``__radd__``, run by ``x + cython_obj``, computing ``t + c``
+  on a DArray it holds): its frames lie between.
 
-It stays off, whatever the setting, where counts cannot be trusted: on
-interpreters other than CPython, from CPython 3.14 (borrowed stack
-references make counts smaller and context-dependent), and on free-threaded
+It stays off, whatever the setting, where counts or stacks cannot be trusted:
+on interpreters other than CPython, from CPython 3.14 (borrowed stack
+references make counts smaller and context-dependent), on free-threaded
 builds (``Py_GIL_DISABLED``: another thread may take a reference between the
-check and the write). Measured on ``y = a*b + c`` with 2**21 float64 per
-rank against NumPy on the local blocks (2-core machine, same process):
-off 1.27x at 1 rank, 1.30x at 2 ranks; on 1.03x and 1.01x (before, refcount
-check only and on by default: 1.03x and 1.07x).
+check and the write), and where ``dmesh._callers`` cannot read the C stack
+(no ``backtrace``/``dladdr``, as on Windows). Measured on ``y = a*b + c``
+against NumPy on the local blocks (2-core machine, same process, 1 rank):
+2 MiB blocks off 1.36x, on 1.12x; 16 MiB off 1.37x, on 1.02x. The C-stack
+check costs some 3-4 us, so blocks under 1 MiB (where the allocator reuses
+freed memory without page faults) are not offered.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ import platform
 import sys
 import sysconfig
 from collections.abc import Callable
+from types import MemberDescriptorType
 from typing import Any
 
 import numpy as np
 
-from dmesh import _hooks, context
+from dmesh import _callers, _hooks, context
 
 __all__ = [
     "ELIDE_BYTES", "active", "binary_method", "reflected_method", "supported", "temporary_refs",
@@ -55,9 +57,10 @@ __all__ = [
 
 _SCALARS = (int, float, complex, bool)
 
-# NumPy elides temporaries from 256 KiB (NPY_MIN_ELIDE_BYTES); below that the
-# allocation is cheaper than the checks.
-ELIDE_BYTES = 1 << 18
+# NumPy elides temporaries from 256 KiB (NPY_MIN_ELIDE_BYTES), where its C
+# check costs well under a microsecond. Ours (the C stack read through ctypes,
+# dmesh._callers) costs 3-4 us: measured on a*b + c, it pays from 1 MiB.
+ELIDE_BYTES = 1 << 20
 
 
 def _free_threaded() -> bool:
@@ -74,6 +77,7 @@ def supported() -> bool:
         platform.python_implementation() == "CPython"
         and sys.version_info < (3, 14)
         and not _free_threaded()
+        and _callers.available()
     )
 
 
@@ -150,6 +154,10 @@ def _called_by_operator(instructions: frozenset[tuple[int, int]]) -> bool:
 
 def _donor_ok(x: Any) -> bool:
     """Whether the temporary DArray ``x``'s block may become the result buffer."""
+    if type(type(x)._local) is not MemberDescriptorType:
+        # A subclass whose block is computed or refused (dmesh.compile's
+        # stand-ins: reading theirs breaks the graph) has none to donate.
+        return False
     # The DArray's slot and getrefcount's argument; anything more is another
     # holder (a second DArray on the same block, user code).
     if sys.getrefcount(x._local) != _BLOCK_REFS:
@@ -181,7 +189,8 @@ _BLOCK_REFS = _block_refs()
 
 def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``__op__`` that may reuse a temporary operand's block as the output, else ``plain``."""
-    instructions = _operator_instructions(plain.__name__.strip("_"))
+    name = plain.__name__.strip("_")
+    instructions = _operator_instructions(name)
 
     def method(self: Any, other: Any) -> Any:
         if context.elide_state[0] and temporary_refs:
@@ -189,6 +198,7 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 sys.getrefcount(self) <= temporary_refs
                 and _donor_ok(self)
                 and _called_by_operator(instructions)
+                and _callers.called_by_instruction(name, False)
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 0)  # type: ignore[misc]
             if (
@@ -196,6 +206,7 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 and sys.getrefcount(other) <= temporary_refs
                 and _donor_ok(other)
                 and _called_by_operator(instructions)
+                and _callers.called_by_instruction(name, False)
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
         if type(other) is type(self) or type(other) in _SCALARS:
@@ -213,7 +224,8 @@ def reflected_method(
     ufunc: np.ufunc, plain: Callable[[Any, Any], Any]
 ) -> Callable[[Any, Any], Any]:
     """``__rop__`` (``other op self``) that may reuse ``self``'s block when it is a temporary."""
-    instructions = _operator_instructions(plain.__name__.strip("_")[1:])
+    name = plain.__name__.strip("_")[1:]
+    instructions = _operator_instructions(name)
 
     def method(self: Any, other: Any) -> Any:
         if (
@@ -222,6 +234,7 @@ def reflected_method(
             and sys.getrefcount(self) <= temporary_refs
             and _donor_ok(self)
             and _called_by_operator(instructions)
+            and _callers.called_by_instruction(name, True)
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
         if type(other) in _SCALARS:

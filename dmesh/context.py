@@ -2,9 +2,9 @@
 
 * ``dmesh.implicit_replication()``: let plain arrays mix with DArrays as
   replicated values;
-* :func:`set_temporary_elision` (or ``DMESH_ELIDE=1`` in the environment):
-  let DArray arithmetic reuse a temporary operand's block (``dmesh._elision``
-  says when that is safe, and why it is off by default).
+* :func:`set_temporary_elision` (or ``DMESH_ELIDE=0`` in the environment):
+  whether DArray arithmetic reuses a temporary operand's block, as NumPy does
+  (on by default; ``dmesh._elision`` says how it knows that is safe).
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ def implicit_replication_active() -> bool:
 
 def _read_elide() -> bool:
     text = os.environ.get("DMESH_ELIDE", "").strip().lower()
-    if text in ("", "0", "false", "no", "off"):
+    if text in ("0", "false", "no", "off"):
         return False
-    if text in ("1", "true", "yes", "on"):
+    if text in ("", "1", "true", "yes", "on"):
         return True
     raise ArgumentError(
-        f"DMESH_ELIDE={text!r}: expected 1 (reuse temporaries' blocks in DArray arithmetic) "
-        "or 0 (do not, the default)"
+        f"DMESH_ELIDE={text!r}: expected 1 (reuse temporaries' blocks in DArray arithmetic, "
+        "the default) or 0 (do not)"
     )
 
 
@@ -60,11 +60,11 @@ elide_state = [_read_elide()]
 def set_temporary_elision(enabled: bool) -> bool:
     """Turn temporary elision in DArray arithmetic on or off; returns the previous setting.
 
-    On, ``a * b + c`` writes the sum into the block of the temporary ``a * b``
-    when only the Python expression refers to it (``dmesh._elision``). Off by
-    default: C code (Cython, mypyc) that keeps a DArray in a local and reuses
-    it after an operator can look like a temporary. Rank-local, no
-    communication: ranks may differ and still compute the same values.
+    On (the default), ``a * b + c`` writes the sum into the block of the
+    temporary ``a * b`` when only the Python expression refers to it, as
+    NumPy does (``dmesh._elision`` says how C code holding a DArray is told
+    apart). Rank-local, no communication: ranks may differ and still compute
+    the same values.
     Where the interpreter cannot elide (not CPython, 3.14 and later,
     free-threaded builds) it stays off whatever the setting.
     """

@@ -203,7 +203,11 @@ def perform(
     else:
         blocks = [x._local if type(x) is DArray or isinstance(x, DArray) else x for x in operands]
     run = step.run
-    if donor >= 0 and not decision.moves[donor] and _fits(func, blocks, blocks[donor]):
+    if (
+        donor >= 0
+        and not decision.moves[donor]
+        and _donation_fits(step, donor, func, blocks, operands)
+    ):
         result = func(*blocks, out=blocks[donor])
     elif run is not None:
         result = run(func, blocks, step.call)
@@ -214,6 +218,35 @@ def perform(
     ):  # a 0-d result: NumPy gives a scalar
         result = np.asarray(result)
     return DArray(result, decision.result_spec(mesh, result.dtype))
+
+
+# (id(step), donor) -> (step, whether the donor's block fits the result). The
+# specs that key a step fix its blocks' shapes and dtypes, and NumPy 2 types
+# Python scalars by kind, not value (NEP 50), so the answer holds for every
+# later call of the step whose other operands are DArrays or Python scalars
+# (a 0-d ndarray's dtype is not in the key: checked each time). The step is
+# kept in the entry so that its id cannot be reused while the entry lives.
+_donations: dict[tuple[int, int], tuple[Step, bool]] = {}
+_KIND_TYPED = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+_PYTHON_SCALARS = (int, float, complex, bool)
+
+
+def _donation_fits(
+    step: Step, donor: int, ufunc: np.ufunc, blocks: list[Any], operands: Sequence[Any]
+) -> bool:
+    """Whether ``blocks[donor]`` can hold ``ufunc(*blocks)`` (remembered where that is sound)."""
+    if not _KIND_TYPED or not all(
+        type(x) is DArray or type(x) in _PYTHON_SCALARS for x in operands
+    ):
+        return _fits(ufunc, blocks, blocks[donor])
+    entry = _donations.get((id(step), donor))
+    if entry is not None and entry[0] is step:
+        return entry[1]
+    fits = _fits(ufunc, blocks, blocks[donor])
+    if len(_donations) >= CACHE_LIMIT:
+        _donations.clear()
+    _donations[id(step), donor] = (step, fits)
+    return fits
 
 
 def _fits(ufunc: np.ufunc, blocks: list[Any], out: Any) -> bool:

@@ -142,7 +142,7 @@ def donations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture
 def elide() -> Iterator[None]:
-    """Temporary elision on for one test (it is opt-in: DMESH_ELIDE=1)."""
+    """Temporary elision on for one test, whatever DMESH_ELIDE says."""
     previous = context.set_temporary_elision(True)
     try:
         yield
