@@ -26,10 +26,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dmesh import _hooks
+from dmesh.collectives import tracing
 from dmesh.collectives.errors import ArgumentTypeError, ShardingError
 from dmesh.context import implicit_replication_active
 from dmesh.convert import distribute
 from dmesh.core.placement import Replicate
+from dmesh.core.plan import local_crop
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops import aligned, registry
@@ -58,6 +61,11 @@ class Step(NamedTuple):
     # Whether a moving ufunc call may be computed in pieces (``aligned.possible``:
     # from the layouts alone); False skips ``aligned.run``'s checks on every call.
     piecewise: bool = True
+    # Where every moving operand's move needs no message (a replicated
+    # wavenumber array against a sharded spectrum): per operand, the index of
+    # its block that is its block in the decided layout (None: stays), read as
+    # a view instead of a redistributed copy (see :func:`local_views`).
+    views: tuple[tuple[slice, ...] | None, ...] | None = None
 
 
 # The one cache: (callable, *operand specs or scalar types[, keywords]) -> Step.
@@ -123,7 +131,33 @@ def prepare(
     single = len(operands) == 1 and specs[0] is not None and not decision.any_move
     fast = fuse(run, call, decision) if single and run is not None else None
     piecewise = aligned.possible(decision, specs)
-    return operands, mesh, Step(rule, call, decision, run, fast, piecewise)
+    # (a rule's run may write into a moved operand's block, its own copy)
+    views = local_views(decision, specs, mesh) if run is None else None
+    return operands, mesh, Step(rule, call, decision, run, fast, piecewise, views)
+
+
+def local_views(
+    decision: Decision, specs: Sequence[DArraySpec | None], mesh: Any
+) -> tuple[tuple[slice, ...] | None, ...] | None:
+    """Per operand, the index of its block that is its block in ``decision``'s layout,
+    where every moving operand moves without a message (``dmesh.core.plan.local_crop``);
+    else None. The operands are only read, so a view of the block serves: no copy,
+    no planner on the way. Whether it is None depends on the layouts alone, so
+    every rank takes the same path."""
+    if not decision.any_move or mesh is None or mesh.coordinate is None:
+        return None
+    views: list[tuple[slice, ...] | None] = []
+    for spec, target, move in zip(specs, decision.operands, decision.moves):
+        if not move or spec is None or target is None:
+            views.append(None)
+            continue
+        if mesh is not spec.mesh:
+            return None
+        index = local_crop(spec.layout, target, mesh.coordinate)
+        if index is None:
+            return None
+        views.append(index)
+    return tuple(views)
 
 
 def fuse(run: Any, call: Call, decision: Decision) -> Any:
@@ -184,7 +218,20 @@ def perform(
     call's path, and each Python call costs a tenth of a microsecond.
     """
     decision = step.decision
-    if decision.any_move:
+    views = step.views
+    if (
+        views is not None
+        and not kwargs
+        and type(func) is np.ufunc
+        and _hooks.recorder is None
+        and not tracing.hooked
+    ):
+        # Every move is a crop of the rank's own block: the ufunc reads views.
+        blocks = [
+            (x._local if index is None else x._local[index]) if isinstance(x, DArray) else x
+            for x, index in zip(operands, views)
+        ]
+    elif decision.any_move:
         if (
             step.piecewise
             and step.run is None

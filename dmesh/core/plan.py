@@ -52,7 +52,7 @@ from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Partial, Placement, Replicate, Shard
 from dmesh.core.transfers import intersect
 
-__all__ = ["Step", "crop_index", "estimate_cost", "plan_redistribution"]
+__all__ = ["Step", "crop_index", "estimate_cost", "local_crop", "plan_redistribution"]
 
 Step = tuple[Any, ...]
 
@@ -180,6 +180,22 @@ def crop_index(before: Layout, after: Layout, coord: Any) -> tuple[slice, ...] |
             return None
         index.append(slice(a - lo, b - lo) if a < b else slice(0, 0))
     return tuple(index)
+
+
+def local_crop(before: Layout, after: Layout, coord: Any) -> tuple[slice, ...] | None:
+    """The index of the block at ``coord`` in ``before`` that is its block in ``after``,
+    where the move needs no message on any rank; else None.
+
+    No message: neither layout has a ``Partial`` mesh dim (a reduction, or
+    terms made from a value) and every rank's ``after`` block lies inside its
+    ``before`` block (``R -> S``, or a block cut smaller). A pure function of
+    the layouts for the None answer, so every rank gives the same one.
+    """
+    if any(p.is_partial() for p in before.placements + after.placements):
+        return None
+    if not _inside(before, after):
+        return None
+    return crop_index(before, after, coord)
 
 
 @lru_cache(maxsize=1024)
