@@ -97,3 +97,13 @@ def test_local_crop_is_a_function_of_the_layouts() -> None:
     partial = Layout.balanced((2,), (Partial("sum"),), (5, 4))
     assert local_crop(partial, sharded, (0,)) is None
     assert local_crop(replicated, partial, (0,)) is None
+
+
+def test_partial_on_a_mesh_dim_of_one_rank_is_its_value() -> None:
+    # One term: the block is the value, read as it lies (CG's rs / pAp at 1 rank).
+    one = Layout.balanced((1,), (Partial("sum"),), (5, 4))
+    assert local_crop(one, Layout.balanced((1,), (R,), (5, 4)), (0,)) == (slice(0, 5), slice(0, 4))
+    mixed = Layout.balanced((1, 2), (Partial("max"), Shard(0)), (5, 4))
+    target = Layout.balanced((1, 2), (R, Shard(0)), (5, 4))
+    assert local_crop(mixed, target, (0, 1)) == (slice(0, 2), slice(0, 4))
+    assert local_crop(Layout.balanced((2, 1), (Partial("max"), R), (5, 4)), target, (0, 0)) is None

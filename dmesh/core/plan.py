@@ -186,13 +186,16 @@ def local_crop(before: Layout, after: Layout, coord: Any) -> tuple[slice, ...] |
     """The index of the block at ``coord`` in ``before`` that is its block in ``after``,
     where the move needs no message on any rank; else None.
 
-    No message: neither layout has a ``Partial`` mesh dim (a reduction, or
-    terms made from a value) and every rank's ``after`` block lies inside its
+    No message: neither layout has a ``Partial`` mesh dim of more than one
+    rank (a reduction, or terms made from a value; on a dim of one rank the
+    one term is the value) and every rank's ``after`` block lies inside its
     ``before`` block (``R -> S``, or a block cut smaller). A pure function of
     the layouts for the None answer, so every rank gives the same one.
     """
-    if any(p.is_partial() for p in before.placements + after.placements):
-        return None
+    sizes = before.mesh_shape
+    for placements in (before.placements, after.placements):
+        if any(p.is_partial() and n > 1 for p, n in zip(placements, sizes)):
+            return None
     if not _inside(before, after):
         return None
     return crop_index(before, after, coord)
