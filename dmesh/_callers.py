@@ -60,7 +60,9 @@ class _DlInfo(ctypes.Structure):
 def _native() -> tuple[Any, Any, int] | None:
     """``backtrace``, ``dladdr`` and the interpreter loop's address, or None where missing."""
     try:
-        libc = ctypes.CDLL(None)
+        # PyDLL: the calls keep the GIL, so no other thread's backtrace can
+        # write into the one frame buffer while this thread reads it.
+        libc = ctypes.PyDLL(None)
         backtrace = libc.backtrace
         dladdr = libc.dladdr
         loop = ctypes.cast(ctypes.pythonapi._PyEval_EvalFrameDefault, ctypes.c_void_p).value
