@@ -50,12 +50,13 @@ from typing import Any
 import numpy as np
 
 from dmesh import _callers, _hooks, context
+from dmesh.core.scalars import KEY_SCALARS
 
 __all__ = [
     "ELIDE_BYTES", "active", "binary_method", "reflected_method", "supported", "temporary_refs",
 ]  # fmt: skip
 
-_SCALARS = (int, float, complex, bool)
+_SCALARS = KEY_SCALARS  # (their type is their dtype: dmesh.core.scalars)
 
 # NumPy elides temporaries from 256 KiB (NPY_MIN_ELIDE_BYTES), where its C
 # check costs well under a microsecond. Ours (the C stack read through ctypes,

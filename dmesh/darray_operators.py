@@ -22,10 +22,11 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from dmesh import _hooks
+from dmesh.core.scalars import KEY_SCALARS
 
 __all__ = ["Operators"]
 
-_SCALARS = (int, float, complex, bool)
+_SCALARS = KEY_SCALARS  # (their type is their dtype: dmesh.core.scalars)
 _Mixin = NDArrayOperatorsMixin
 
 

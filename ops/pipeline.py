@@ -33,6 +33,7 @@ from dmesh.context import implicit_replication_active
 from dmesh.convert import distribute
 from dmesh.core.placement import Replicate
 from dmesh.core.plan import local_crop
+from dmesh.core.scalars import KEY_SCALARS
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops import aligned, registry
@@ -45,7 +46,6 @@ __all__ = [
 ]  # fmt: skip
 
 SCALARS = (int, float, complex, bool, np.generic)
-_PYTHON_SCALARS = (int, float, complex, bool)
 
 
 class Step(NamedTuple):
@@ -101,7 +101,7 @@ def cache_key(func: Any, operands: Sequence[Any], kwargs: dict[str, Any]) -> tup
         kind = type(x)
         if kind is DArray:
             key.append(x._spec)
-        elif kind in _PYTHON_SCALARS:
+        elif kind in KEY_SCALARS:  # (its type is its dtype: dmesh.core.scalars)
             key.append(kind)
         else:
             return None
@@ -270,21 +270,19 @@ def perform(
 # (id(step), donor) -> (step, whether the donor's block fits the result). The
 # specs that key a step fix its blocks' shapes and dtypes, and NumPy 2 types
 # Python scalars by kind, not value (NEP 50), so the answer holds for every
-# later call of the step whose other operands are DArrays or Python scalars
-# (a 0-d ndarray's dtype is not in the key: checked each time). The step is
-# kept in the entry so that its id cannot be reused while the entry lives.
+# later call of the step whose other operands are DArrays or scalars of
+# dmesh.core.scalars.KEY_SCALARS (a 0-d ndarray's dtype is not in the key:
+# checked each time). The step is kept in the entry so that its id cannot be
+# reused while the entry lives.
 _donations: dict[tuple[int, int], tuple[Step, bool]] = {}
 _KIND_TYPED = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
-_PYTHON_SCALARS = (int, float, complex, bool)
 
 
 def _donation_fits(
     step: Step, donor: int, ufunc: np.ufunc, blocks: list[Any], operands: Sequence[Any]
 ) -> bool:
     """Whether ``blocks[donor]`` can hold ``ufunc(*blocks)`` (remembered where that is sound)."""
-    if not _KIND_TYPED or not all(
-        type(x) is DArray or type(x) in _PYTHON_SCALARS for x in operands
-    ):
+    if not _KIND_TYPED or not all(type(x) is DArray or type(x) in KEY_SCALARS for x in operands):
         return _fits(ufunc, blocks, blocks[donor])
     entry = _donations.get((id(step), donor))
     if entry is not None and entry[0] is step:
