@@ -59,3 +59,40 @@ def test_cached_writes_match_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
         a[5] = b[0]
         got[1:3], got[5] = want[4:6] * 2, want[0] * 2
         assert_equal_all(comm, a.full_array(), got)
+
+
+@pytest.mark.parametrize("shape", [(9, 5), (4, 3), (2, 6)], ids=str)
+def test_row_copies_between_rows_of_one_rank(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, int]
+) -> None:
+    # p[0, :] = p[1, :], the boundary condition of every finite-difference code:
+    # where one rank holds both rows its holders copy them, with no message;
+    # elsewhere the general path moves the row. Either way NumPy's values.
+    data = np.arange(float(np.prod(shape))).reshape(shape) - 4
+    data[1, 0], data[-2, -1] = np.nan, -np.inf
+    other = data[::-1].copy() * -1.5
+    placements = [Shard(0)] + [Shard(1)] * (mesh.ndim - 1)
+    for write in [
+        lambda p, q: p.__setitem__((0, slice(None)), p[1, :]),
+        lambda p, q: p.__setitem__(-1, p[-2]),
+        lambda p, q: p.__setitem__((slice(None), 0), p[:, 1]),
+        lambda p, q: p.__setitem__(0, q[1]),
+        lambda p, q: p.__setitem__(1, q[shape[0] - 1]),
+        lambda p, q: p.__setitem__((0, slice(1, None)), p[1, :-1]),
+    ]:
+        want, want_q = data.copy(), other.copy()
+        write(want, want_q)
+        p, q = (dmesh.distribute(x, mesh, placements) for x in (data, other))
+        for _ in range(2):  # planned, then from the plan cache
+            write(p, q)
+        assert_equal_all(comm, p.full_array(), want)
+        assert_equal_all(comm, q.full_array(), want_q)
+
+
+def test_row_copy_on_one_rank_sends_nothing(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    p = dmesh.distribute(np.arange(60.0).reshape(12, 5), mesh, [Shard(0)] * mesh.ndim)
+    p[0, :] = p[1, :]  # planned
+    with dmesh.debug.CommMode() as record:
+        p[0, :] = p[1, :]
+        p[-1] = p[-2]
+    assert_all(comm, record.total_count == 0, f"{record.total_count} collectives")

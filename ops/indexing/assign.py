@@ -126,6 +126,20 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
         target = _value_layout(a._spec, hashable, plan.writable, value)
         if target is None:
             return False
+        if (
+            view is None
+            and type(seen) is views.ViewOf
+            and seen.live
+            and seen.owners
+            and seen.owners == plan.owners
+            and _same_cut(value._spec.layout, target, plan.owners)
+        ):
+            # p[0, :] = p[1, :] with both rows on one rank: the value's holders
+            # are the selection's owners, and copy their own elements (the
+            # general path would first reduce the value's terms on every rank).
+            if plan.local is not None:
+                a.local[plan.local] = value._local
+            return True
         moved = value if value._spec.layout == target else value.with_layout(target)
         if plan.local is not None and (view is None or view.held):
             a.local[plan.local] = moved._local
@@ -140,6 +154,19 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
     if plan.local is not None and (view is None or view.held):
         a.local[plan.local] = value
     return True
+
+
+def _same_cut(layout: Layout, target: Layout, owners: dict[int, int]) -> bool:
+    """Whether ``layout`` cuts its array as ``target`` does, but on the ``owners`` mesh dims."""
+    return (
+        layout.shape == target.shape
+        and layout.bounds == target.bounds
+        and all(
+            p == q
+            for m, (p, q) in enumerate(zip(layout.placements, target.placements))
+            if m not in owners
+        )
+    )
 
 
 def _value_layout(

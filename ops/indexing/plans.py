@@ -142,5 +142,5 @@ def getitem(a: DArray, key: Any) -> DArray:
     if a._view is not None:  # a view of a detached view: composed onto its root
         views.record(a, key, result, bool(plan.owners), False, local is not None)
     elif plan.detached:
-        result._view = ViewOf(a, plan.items, plan.live, local is not None)
+        result._view = ViewOf(a, plan.items, plan.live, local is not None, plan.owners)
     return result

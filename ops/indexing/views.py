@@ -72,6 +72,10 @@ class ViewOf(NamedTuple):
     items: tuple[int | range | None, ...]  # one per root dim (int or range), None for new axes
     live: bool  # the holder's block is a view of root's: later root writes show
     held: bool  # this rank's block is the root's elements (not identity terms): rank-local
+    # mesh dim -> the coordinate holding the int-indexed elements, where an int
+    # index of the root made the view (None where a chain did): an assignment
+    # into a selection with the same owners is copied by its holders alone.
+    owners: dict[int, int] | None = None
 
 
 class Derived(NamedTuple):
