@@ -21,6 +21,10 @@ NumPy run and the dmesh run differ only in how the inputs are made
   clusters (``X[labels == j].mean(axis=0)``);
 * ``statistics``: moments (mean, std, skewness, kurtosis of the standardised
   ``(x - x.mean(0)) / x.std(0)``), percentiles along axis 0, a histogram;
+* ``cavity flow``: lid-driven cavity, incompressible Navier-Stokes by finite
+  differences (a pressure Poisson equation relaxed by Jacobi sweeps each
+  step, boundary rows copied with ``p[0, :] = p[1, :]``), in the style of
+  L. Barba's "CFD Python" lessons;
 * ``dense CG``: conjugate gradients on a row-sharded SPD matrix (``A @ p``,
   dot products, a convergence test each iteration).
 
@@ -196,6 +200,50 @@ def statistics(x: Any, steps: int) -> Any:
     return mean, std, skew, kurt, q, counts
 
 
+def cavity_flow(u: Any, v: Any, p: Any, steps: int, sweeps: int = 20) -> Any:
+    """Lid-driven cavity on [0, 2]^2: ``steps`` time steps of ``sweeps`` pressure sweeps each."""
+    u, v, p = u.copy(), v.copy(), p.copy()
+    n = u.shape[0]
+    h = 2.0 / (n - 1)  # grid spacing, both directions
+    rho, nu, dt = 1.0, 0.1, 1e-3
+    for _ in range(steps):
+        un, vn = u.copy(), v.copy()
+        # Source term of the pressure equation from the velocity field.
+        dudx = (un[1:-1, 2:] - un[1:-1, :-2]) / (2 * h)
+        dudy = (un[2:, 1:-1] - un[:-2, 1:-1]) / (2 * h)
+        dvdx = (vn[1:-1, 2:] - vn[1:-1, :-2]) / (2 * h)
+        dvdy = (vn[2:, 1:-1] - vn[:-2, 1:-1]) / (2 * h)
+        b = rho * ((dudx + dvdy) / dt - dudx**2 - 2 * dudy * dvdx - dvdy**2)
+        for _ in range(sweeps):
+            pn = p.copy()
+            p[1:-1, 1:-1] = (
+                pn[1:-1, 2:] + pn[1:-1, :-2] + pn[2:, 1:-1] + pn[:-2, 1:-1] - h**2 * b
+            ) / 4
+            p[:, -1] = p[:, -2]  # dp/dx = 0 at the walls, dp/dy = 0 at the bottom
+            p[0, :] = p[1, :]
+            p[:, 0] = p[:, 1]
+            p[-1, :] = 0.0  # p = 0 under the lid
+        lap_u = un[1:-1, 2:] + un[1:-1, :-2] + un[2:, 1:-1] + un[:-2, 1:-1] - 4 * un[1:-1, 1:-1]
+        lap_v = vn[1:-1, 2:] + vn[1:-1, :-2] + vn[2:, 1:-1] + vn[:-2, 1:-1] - 4 * vn[1:-1, 1:-1]
+        uc, vc = un[1:-1, 1:-1], vn[1:-1, 1:-1]
+        u[1:-1, 1:-1] = (
+            uc
+            - dt / h * (uc * (uc - un[1:-1, :-2]) + vc * (uc - un[:-2, 1:-1]))
+            - dt / (2 * rho * h) * (p[1:-1, 2:] - p[1:-1, :-2])
+            + nu * dt / h**2 * lap_u
+        )
+        v[1:-1, 1:-1] = (
+            vc
+            - dt / h * (uc * (vc - vn[1:-1, :-2]) + vc * (vc - vn[:-2, 1:-1]))
+            - dt / (2 * rho * h) * (p[2:, 1:-1] - p[:-2, 1:-1])
+            + nu * dt / h**2 * lap_v
+        )
+        u[0, :] = u[:, 0] = u[:, -1] = 0.0
+        u[-1, :] = 1.0  # the moving lid
+        v[0, :] = v[-1, :] = v[:, 0] = v[:, -1] = 0.0
+    return u, v, p
+
+
 def conjugate_gradient(A: Any, b: Any, steps: int) -> Any:
     """Conjugate gradients for ``A x = b``, ``A`` symmetric positive definite."""
     x = np.zeros_like(b)
@@ -332,6 +380,10 @@ def _statistics_inputs(n: int) -> Inputs:
     return [(x, [Shard(0)])]
 
 
+def _cavity_inputs(n: int) -> Inputs:
+    return [(np.zeros((n, n)), [Shard(0)]) for _ in range(3)]
+
+
 def _cg_inputs(n: int) -> Inputs:
     rng = np.random.default_rng(5)
     m = rng.standard_normal((n, n)) / np.sqrt(n)
@@ -362,6 +414,8 @@ PROGRAMS = [
             0.0),
     Program("k-means", "5e4 x 4, k=8, 5 it", kmeans, lambda: _kmeans_inputs(50_000), 5, 1e-12),
     Program("statistics", "2.5e5 x 4", statistics, lambda: _statistics_inputs(250_000), 1,
+            1e-12),
+    Program("cavity flow", "256^2, 10 x 20 it", cavity_flow, lambda: _cavity_inputs(256), 10,
             1e-12),
     Program("dense CG", "2048^2, 40 it", conjugate_gradient, lambda: _cg_inputs(2048), 40,
             1e-10),
