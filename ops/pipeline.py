@@ -56,7 +56,9 @@ class Step(NamedTuple):
     decision: Decision
     run: Any = None  # the rule's run (None: the callable itself), read on every call
     # One DArray operand that stays in place and a rule's run: steps 2 and 3
-    # fused into one closure, ``fast(func, x) -> DArray`` (see :func:`fuse`).
+    # fused into one closure, ``fast(func, x) -> DArray`` (see :func:`fuse`);
+    # or a plain call on two operands that stay in place, ``fast(func, x, y)``
+    # (see :func:`fuse_binary`).
     fast: Any = None
     # Whether a moving ufunc call may be computed in pieces (``aligned.possible``:
     # from the layouts alone); False skips ``aligned.run``'s checks on every call.
@@ -130,6 +132,8 @@ def prepare(
     decision = decide(rule, call, specs)
     single = len(operands) == 1 and specs[0] is not None and not decision.any_move
     fast = fuse(run, call, decision) if single and run is not None else None
+    if fast is None and run is None and len(operands) == 2 and not decision.any_move:
+        fast = fuse_binary(decision, specs[0] is not None, specs[1] is not None)
     piecewise = aligned.possible(decision, specs)
     # (a rule's run may write into a moved operand's block, its own copy)
     views = local_views(decision, specs, mesh) if run is None else None
@@ -177,6 +181,39 @@ def fuse(run: Any, call: Call, decision: Decision) -> Any:
         return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
 
     return fast
+
+
+def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
+    """Steps 2 and 3 of a plain two-operand call that moves nothing (``a + b``,
+    ``a * 2.0``), as one closure ``fast(func, x, y) -> DArray``; ``left`` and
+    ``right`` say which operands are DArrays (the others are scalars). The
+    hottest calls of array programs then skip :func:`perform`'s general
+    branches (about 0.3 us of a 1.9 us call)."""
+
+    def wrap(result: Any, mesh: Any) -> DArray:
+        if type(result) is not np.ndarray and (
+            isinstance(result, np.generic) or not hasattr(result, "shape")
+        ):  # a 0-d result: NumPy gives a scalar
+            result = np.asarray(result)
+        return DArray(result, decision.result_spec(mesh, result.dtype))
+
+    if left and right:
+
+        def both(func: Any, x: Any, y: Any) -> DArray:
+            return wrap(func(x._local, y._local), x._spec.mesh)
+
+        return both
+    if left:
+
+        def first(func: Any, x: Any, y: Any) -> DArray:
+            return wrap(func(x._local, y), x._spec.mesh)
+
+        return first
+
+    def second(func: Any, x: Any, y: Any) -> DArray:
+        return wrap(func(x, y._local), y._spec.mesh)
+
+    return second
 
 
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:

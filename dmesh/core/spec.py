@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DArraySpec"]
 
+# (id(mesh), layout, dtype) -> the one DArraySpec of them (see DArraySpec.__new__).
+_interned: dict[tuple[int, Layout, np.dtype], DArraySpec] = {}
+_INTERNED_LIMIT = 4096
+
 
 @dataclass(frozen=True, eq=False)
 class DArraySpec:
@@ -31,7 +35,24 @@ class DArraySpec:
     dtype: np.dtype
     _hash: int = field(init=False, repr=False, compare=False)
 
+    def __new__(cls, mesh: DeviceMesh, layout: Layout, dtype: np.dtype) -> DArraySpec:
+        # Equal specs are one object: specs key the dispatch and plan caches,
+        # and two equal specs that are distinct objects make every lookup
+        # compare them field by field (__eq__, in Python: about 0.5 us), as a
+        # loop that makes its arrays afresh (np.zeros_like, distribute) would.
+        key = (id(mesh), layout, np.dtype(dtype))
+        spec = _interned.get(key)
+        if spec is not None and spec.mesh is mesh:
+            return spec  # (__init__ runs again: the same fields, the same hash)
+        spec = super().__new__(cls)
+        if len(_interned) >= _INTERNED_LIMIT:  # bounded: specs hold meshes
+            _interned.clear()
+        _interned[key] = spec
+        return spec
+
     def __post_init__(self) -> None:
+        if not isinstance(self.dtype, np.dtype):  # np.float64 and the like: one spec per dtype
+            object.__setattr__(self, "dtype", np.dtype(self.dtype))
         for p in self.layout.placements:
             if isinstance(p, Partial) and p.op in ("min", "max") and self.dtype.kind == "c":
                 raise ArgumentError(
