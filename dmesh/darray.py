@@ -406,3 +406,11 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
     def copy(self) -> DArray:
         """A DArray with a copy of the block and the same spec (no communication)."""
         return DArray(self._local.copy(), self._spec)
+
+    def __copy__(self) -> DArray:
+        """``copy.copy(a)``: a copy with its own block, as ``ndarray.__copy__`` (no messages)."""
+        return self.copy()
+
+    def __deepcopy__(self, memo: Any) -> DArray:
+        """``copy.deepcopy(a)``: a copy with its own block on the same mesh (no communication)."""
+        return self.copy()

@@ -268,19 +268,3 @@ def test_redistributed_array_never_shares_the_source_block(
     if mesh.is_member:  # (ranks outside a smaller mesh hold no data)
         ok = ok and np.array_equal(full, x)
     assert_all(comm, ok, "a redistributed block shares the source's memory")
-
-
-def test_equal_specs_are_one_object(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    # Specs key the caches: equal ones are the same object, so lookups never
-    # compare fields (dmesh.core.spec.DArraySpec.__new__), whatever made them.
-    from dmesh.core.spec import DArraySpec
-
-    data = np.arange(12.0).reshape(4, 3)
-    a = dmesh.distribute(data, mesh, [Shard(0)] * mesh.ndim)
-    b = dmesh.distribute(data * 2, mesh, [Shard(0)] * mesh.ndim)
-    ok = a.spec is b.spec and np.zeros_like(a).spec is a.spec and (a + b).spec is a.spec
-    again = DArraySpec(mesh, a.spec.layout, np.float64)  # a type: the dtype is made of it
-    ok = ok and again is a.spec and isinstance(again.dtype, np.dtype)
-    other = DArraySpec(mesh, a.spec.layout, np.float32)
-    ok = ok and other is not a.spec and other.dtype == np.float32 and a.spec.dtype == np.float64
-    assert_all(comm, ok, "equal specs are distinct objects")

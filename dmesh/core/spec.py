@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,6 +69,13 @@ class DArraySpec:
 
     def __hash__(self) -> int:
         return self._hash
+
+    # Immutable, and one object per value: copies are the spec itself.
+    def __copy__(self) -> DArraySpec:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> DArraySpec:
+        return self
 
     def __eq__(self, other: object) -> bool:
         return (
