@@ -99,19 +99,22 @@ def call_ufunc(
                 x._spec if type(x) is DArray else type(x),
                 y._spec if type(y) is DArray else type(y),
             )
+            step = steps.get(key)
+            if step is not None:
+                fast = step.fast  # a + b, a * 2.0 where nothing moves: one closure
+                if fast is not None:
+                    return fast(ufunc, x, y)  # type: ignore[no-any-return]
             mesh = x._spec.mesh if isinstance(x, DArray) else y._spec.mesh  # (a subclass too)
         elif len(inputs) == 1:  # np.sqrt(a): the one operand is the DArray
             (x,) = inputs
             key = (ufunc, x._spec if type(x) is DArray else type(x))
             mesh = x._spec.mesh
+            step = steps.get(key)
         else:
             key = (ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs])
             mesh = _mesh_of(inputs)
-        step = steps.get(key)
+            step = steps.get(key)
         if step is not None:
-            fast = step.fast
-            if fast is not None and len(inputs) == 2:  # a + b, a * 2.0: nothing moves
-                return fast(ufunc, *inputs)  # type: ignore[no-any-return]
             return perform(ufunc, step, inputs, mesh)
     rule = rule_for(ufunc)
     if rule is None:
