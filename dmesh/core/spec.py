@@ -30,7 +30,7 @@ class DArraySpec:
     Immutable and hashable; two specs are equal when they have the same mesh
     (the same object), layout and dtype, and then they are the same object:
     while a spec lives, making one of the same mesh, layout and dtype gives
-    it back (:meth:`__new__`). So equality and hashing are identity's, done
+    it back (``__new__``). So equality and hashing are identity's, done
     in C: specs key the dispatch, plan and redistribution caches, and a
     Python ``__hash__``/``__eq__`` cost a tenth to half a microsecond on every
     lookup.
