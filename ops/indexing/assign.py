@@ -140,7 +140,8 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
             if plan.local is not None:
                 a.local[plan.local] = value._local
             return True
-        moved = value if value._spec.layout == target else value.with_layout(target)
+        layout = value._spec.layout
+        moved = value if layout is target or layout == target else value.with_layout(target)
         if plan.local is not None and (view is None or view.held):
             a.local[plan.local] = moved._local
         return True
@@ -188,6 +189,8 @@ def _value_layout(
     )
     if fits:
         target = broadcast_layout(selected, value.shape)
+        if target == value._spec.layout:  # the value's own: later calls compare by identity
+            target = value._spec.layout
     if len(_value_layouts) >= 4096:
         _value_layouts.clear()
     _value_layouts[cache_key] = target
