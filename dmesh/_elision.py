@@ -56,7 +56,6 @@ __all__ = [
     "ELIDE_BYTES", "active", "binary_method", "reflected_method", "supported", "temporary_refs",
 ]  # fmt: skip
 
-_SCALARS = KEY_SCALARS  # (their type is their dtype: dmesh.core.scalars)
 
 # NumPy elides temporaries from 256 KiB (NPY_MIN_ELIDE_BYTES), where its C
 # check costs well under a microsecond. Ours (the C stack read through ctypes,
@@ -210,7 +209,7 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 and _callers.called_by_instruction(name, False)
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
-        if type(other) is type(self) or type(other) in _SCALARS:
+        if type(other) is type(self) or type(other) in KEY_SCALARS:
             # Straight to the dispatcher: NumPy's override protocol would pick
             # DArray.__array_ufunc__ anyway, after a microsecond of checks.
             return _hooks.dispatch_operator(ufunc, (self, other))  # type: ignore[misc]
@@ -238,7 +237,7 @@ def reflected_method(
             and _callers.called_by_instruction(name, True)
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
-        if type(other) in _SCALARS:
+        if type(other) in KEY_SCALARS:
             return _hooks.dispatch_operator(ufunc, (other, self))  # type: ignore[misc]
         return plain(self, other)
 

@@ -26,7 +26,6 @@ from dmesh.core.scalars import KEY_SCALARS
 
 __all__ = ["Operators"]
 
-_SCALARS = KEY_SCALARS  # (their type is their dtype: dmesh.core.scalars)
 _Mixin = NDArrayOperatorsMixin
 
 
@@ -35,7 +34,7 @@ def _binary(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any,
 
     def method(self: Any, other: Any) -> Any:
         dispatch = _hooks.dispatch_operator
-        if dispatch is not None and (type(other) is type(self) or type(other) in _SCALARS):
+        if dispatch is not None and (type(other) is type(self) or type(other) in KEY_SCALARS):
             return dispatch(ufunc, (self, other))
         return plain(self, other)
 
@@ -48,7 +47,7 @@ def _reflected(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[A
 
     def method(self: Any, other: Any) -> Any:
         dispatch = _hooks.dispatch_operator
-        if dispatch is not None and type(other) in _SCALARS:
+        if dispatch is not None and type(other) in KEY_SCALARS:
             return dispatch(ufunc, (other, self))
         return plain(self, other)
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KEY_SCALARS", "PYTHON_SCALARS"]
+__all__ = ["KEY_SCALARS", "KIND_TYPED", "PYTHON_SCALARS"]
 
 PYTHON_SCALARS: frozenset[type] = frozenset({int, float, complex, bool})
+# Whether NumPy types scalars by kind, not value (NEP 50: NumPy 2 on).
+KIND_TYPED = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 
 def _numpy_scalar_types() -> frozenset[type]:
-    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+    if not KIND_TYPED:
         return frozenset()
     kinds = {
         t
