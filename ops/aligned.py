@@ -130,8 +130,16 @@ def possible(decision: Decision, specs: tuple[Any, ...]) -> bool:
     return any(decision.moves)
 
 
-def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> DArray | None:
-    """``func(*operands)`` computed in pieces (see the module); None where it does not apply."""
+def run(
+    func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any, donor: int = -1
+) -> DArray | None:
+    """``func(*operands)`` computed in pieces (see the module); None where it does not apply.
+
+    ``donor``: an operand that stays in place whose block may hold the result
+    (a temporary, ``dmesh._elision``); used when it has the result block's
+    shape and dtype. Each piece of the result then reads the same cells of
+    that block as it writes, which an elementwise ufunc allows.
+    """
     coord = mesh.coordinate
     if coord is None or func.nout != 1 or func.signature is not None or not decision.result.shape:
         return None
@@ -153,9 +161,26 @@ def run(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> D
     received = _exchange(piecewise, operands, comm) if piecewise.crosses else {}
     empty = [b[(slice(0, 0),) * b.ndim] if hasattr(b, "ndim") and b.ndim else b for b in blocks]
     dtype = func(*empty).dtype
-    out = np.empty(out_shape, dtype)
+    out = _donated(operands, decision, donor, out_shape, dtype)
+    if out is None:
+        out = np.empty(out_shape, dtype)
     pieces_apply(func, piecewise, blocks, received, operands, decision.result.shape, out)
     return DArray(out, decision.result_spec(mesh, dtype))
+
+
+def _donated(
+    operands: list[Any], decision: Decision, donor: int, shape: tuple[int, ...], dtype: Any
+) -> Any:
+    """The donor's block, where it can hold the result block; else None."""
+    if donor < 0 or decision.moves[donor]:
+        return None
+    x = operands[donor]
+    block = x._local
+    if type(block) is not np.ndarray or block.shape != shape or block.dtype != dtype:
+        return None
+    if any(move and y is x for y, move in zip(operands, decision.moves)):
+        return None  # (it is read shifted too: its cells must outlive their pieces)
+    return block
 
 
 def _fits(x: Layout, result: Layout) -> bool:

@@ -261,15 +261,10 @@ def perform(
             for x, index in zip(operands, views)
         ]
     elif decision.any_move:
-        if (
-            step.piecewise
-            and step.run is None
-            and not kwargs
-            and donor < 0
-            and type(func) is np.ufunc
-        ):
-            # Shifted slices of one array: computed in pieces, only crossing cells sent.
-            piecewise = aligned.run(func, decision, list(operands), mesh)
+        if step.piecewise and step.run is None and not kwargs and type(func) is np.ufunc:
+            # Shifted slices of one array: computed in pieces, only crossing cells
+            # sent; into a donated temporary's block where it fits.
+            piecewise = aligned.run(func, decision, list(operands), mesh, donor)
             if piecewise is not None:
                 return piecewise
         blocks = align(operands, decision)
