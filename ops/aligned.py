@@ -32,11 +32,12 @@ from mpi4py import MPI
 import dmesh.collectives as coll
 from dmesh.collectives import tracing
 from dmesh.core.layout import Layout, sharding_mesh_dims
+from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops.propagation import Decision
 
-__all__ = ["Moved", "Piecewise", "pieces_apply", "plan", "possible", "run"]
+__all__ = ["Moved", "Piecewise", "Prepared", "plan", "possible", "prepare", "run"]
 
 
 class Moved(NamedTuple):
@@ -130,42 +131,155 @@ def possible(decision: Decision, specs: tuple[Any, ...]) -> bool:
     return any(decision.moves)
 
 
+class Prepared(NamedTuple):
+    """A piecewise call planned down to its buffers and views, for operands of fixed specs.
+
+    Everything here follows from the step (operand specs, scalar types, the
+    decision) and the rank, so a cached step computes it once
+    (:func:`prepared`) and each later call only packs, sends and computes.
+    """
+
+    out_shape: tuple[int, ...]
+    dtype: Any  # the result's
+    crosses: bool  # whether the Alltoallv is made (the same on every rank)
+    outgoing: tuple[tuple[int, tuple[slice, ...]], ...]  # (operand, its block's cells), packed
+    send: tuple[list[int], list[int]]  # Alltoallv byte counts and displacements
+    receive: tuple[list[int], list[int]]
+    incoming: tuple[tuple[int, int, tuple[int, ...], Any], ...]  # (begin, nbytes, shape, dtype)
+    # Per box of the result block: (box, per operand (source, key)); the source
+    # is an operand's position (its block), ~slot (received cells), or None (a
+    # scalar operand, passed as it is).
+    tasks: tuple[tuple[tuple[slice, ...], tuple[tuple[int | None, Any], ...]], ...]
+
+
+def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> Prepared | None:
+    """The :class:`Prepared` call, or None where computing in pieces does not apply."""
+    coord = mesh.coordinate
+    if coord is None or func.nout != 1 or func.signature is not None or not decision.result.shape:
+        return None
+    if any(p.is_partial() for p in decision.result.placements):
+        return None
+    for x, move in zip(operands, decision.moves):
+        if isinstance(x, DArray) and not move and not _fits(x._spec.layout, decision.result):
+            return None
+    sources = tuple(x._spec.layout if move else None for x, move in zip(operands, decision.moves))
+    targets = tuple(t if move else None for t, move in zip(decision.operands, decision.moves))
+    comm = mesh.comm()
+    nranks = comm.Get_size()
+    piecewise = plan(sources, targets, decision.result, comm.Get_rank(), nranks, coord)
+    if piecewise is None:
+        return None
+    dtypes: list[Any] = [x.dtype if isinstance(x, DArray) else None for x in operands]
+    empty = [
+        np.empty((0,) * x.ndim, dtypes[i]) if dtypes[i] is not None else x
+        for i, x in enumerate(operands)
+    ]
+    dtype = func(*empty).dtype
+    # The bytes: per receiving rank, the moved operands' cells in operand order.
+    send_parts: list[list[tuple[int, tuple[slice, ...], int]]] = [[] for _ in range(nranks)]
+    receive_parts: list[list[tuple[int, tuple[slice, ...], int]]] = [[] for _ in range(nranks)]
+    for m in piecewise.moved:
+        item = dtypes[m.operand].itemsize
+        for rank, index in m.outgoing:
+            send_parts[rank].append((m.operand, index, item * _size(index)))
+        for rank, index in m.incoming:
+            receive_parts[rank].append((m.operand, index, item * _size(index)))
+    send_counts = [sum(n for *_, n in parts) for parts in send_parts]
+    receive_counts = [sum(n for *_, n in parts) for parts in receive_parts]
+    slots: dict[tuple[int, int], int] = {}
+    incoming: list[tuple[int, int, tuple[int, ...], Any]] = []
+    at = 0
+    for rank, parts in enumerate(receive_parts):
+        for operand, index, nbytes in parts:
+            slots[operand, rank] = len(incoming)
+            shape = tuple(s.stop - s.start for s in index)
+            incoming.append((at, nbytes, shape, dtypes[operand]))
+            at += nbytes
+    moved = {m.operand: m for m in piecewise.moved}
+    shape = decision.result.shape
+    tasks = []
+    for box in piecewise.boxes:
+        getters: list[tuple[int | None, Any]] = []
+        for i, x in enumerate(operands):
+            part = moved.get(i)
+            if part is not None:
+                getters.append(_piece(part, slots, box))
+            elif isinstance(x, DArray):
+                getters.append((i, _broadcast_box(x.shape, shape, box)))
+            else:
+                getters.append((None, i))
+        tasks.append((box, tuple(getters)))
+    return Prepared(
+        decision.result.local_shape(coord),
+        dtype,
+        piecewise.crosses,
+        tuple((operand, index) for parts in send_parts for operand, index, _ in parts),
+        (send_counts, _starts(send_counts)),
+        (receive_counts, _starts(receive_counts)),
+        tuple(incoming),
+        tuple(tasks),
+    )
+
+
+# id(step) -> (step, its Prepared or None): a cached step's operand specs and
+# scalar types fix everything a Prepared holds (dmesh.core.scalars: a scalar's
+# type is its dtype). The step is kept so that its id is not reused meanwhile.
+_prepared: dict[int, tuple[Any, Prepared | None]] = {}
+_LIMIT = 1024
+
+
 def run(
-    func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any, donor: int = -1
+    func: np.ufunc,
+    decision: Decision,
+    operands: list[Any],
+    mesh: Any,
+    donor: int = -1,
+    step: Any = None,
 ) -> DArray | None:
     """``func(*operands)`` computed in pieces (see the module); None where it does not apply.
 
     ``donor``: an operand that stays in place whose block may hold the result
     (a temporary, ``dmesh._elision``); used when it has the result block's
     shape and dtype. Each piece of the result then reads the same cells of
-    that block as it writes, which an elementwise ufunc allows.
+    that block as it writes, which an elementwise ufunc allows. ``step``: the
+    cached step of the call, under which the preparation is kept.
     """
-    coord = mesh.coordinate
-    if coord is None or func.nout != 1 or func.signature is not None or not decision.result.shape:
+    keyed = step is not None and KIND_TYPED
+    for x in operands:
+        kind = type(x)
+        if kind is DArray:
+            if type(x._local) is not np.ndarray:
+                return None  # (NumPy blocks only: the pieces are computed into np.empty)
+        elif kind not in KEY_SCALARS:
+            if isinstance(x, DArray) or (hasattr(x, "ndim") and x.ndim):
+                return None
+            keyed = False  # (a 0-d array: its dtype is not in the step's key)
+    entry = _prepared.get(id(step)) if keyed else None
+    if entry is not None and entry[0] is step:
+        ready = entry[1]
+    else:
+        ready = prepare(func, decision, operands, mesh)
+        if keyed:
+            if len(_prepared) >= _LIMIT:
+                _prepared.clear()
+            _prepared[id(step)] = (step, ready)
+    if ready is None:
         return None
-    if any(p.is_partial() for p in decision.result.placements):
-        return None
-    blocks = [x._local if isinstance(x, DArray) else x for x in operands]
-    if any(type(b) is not np.ndarray for b in blocks if hasattr(b, "shape") and b.ndim):
-        return None  # (NumPy blocks only: the pieces are computed into np.empty)
-    sources = tuple(x._spec.layout if move else None for x, move in zip(operands, decision.moves))
-    targets = tuple(t if move else None for t, move in zip(decision.operands, decision.moves))
-    comm = mesh.comm()
-    piecewise = plan(sources, targets, decision.result, comm.Get_rank(), comm.Get_size(), coord)
-    if piecewise is None:
-        return None
-    out_shape = decision.result.local_shape(coord)
-    for x, move in zip(operands, decision.moves):
-        if isinstance(x, DArray) and not move and not _fits(x._spec.layout, decision.result):
-            return None
-    received = _exchange(piecewise, operands, comm) if piecewise.crosses else {}
-    empty = [b[(slice(0, 0),) * b.ndim] if hasattr(b, "ndim") and b.ndim else b for b in blocks]
-    dtype = func(*empty).dtype
-    out = _donated(operands, decision, donor, out_shape, dtype)
+    received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
+    out = _donated(operands, decision, donor, ready.out_shape, ready.dtype)
     if out is None:
-        out = np.empty(out_shape, dtype)
-    pieces_apply(func, piecewise, blocks, received, operands, decision.result.shape, out)
-    return DArray(out, decision.result_spec(mesh, dtype))
+        out = np.empty(ready.out_shape, ready.dtype)
+    for box, getters in ready.tasks:
+        args = []
+        for source, key in getters:
+            if source is None:  # a scalar
+                args.append(operands[key])
+            elif source >= 0:  # a view of the operand's own block
+                args.append(operands[source]._local[key])
+            else:  # received cells
+                args.append(received[~source][key])
+        func(*args, out=out[box])
+    return DArray(out, decision.result_spec(mesh, ready.dtype))
 
 
 def _donated(
@@ -201,77 +315,44 @@ def _fits(x: Layout, result: Layout) -> bool:
     return True
 
 
-def _exchange(piecewise: Piecewise, operands: list[Any], comm: Any) -> dict[tuple[int, int], Any]:
+def _size(index: tuple[slice, ...]) -> int:
+    return math.prod(s.stop - s.start for s in index)
+
+
+def _starts(counts: list[int]) -> list[int]:
+    return list(itertools.accumulate(counts, initial=0))[:-1]
+
+
+def _exchange(ready: Prepared, operands: list[Any], comm: Any) -> list[Any]:
     """The crossing cells of every moved operand in one ``Alltoallv`` of bytes.
 
-    Returns ``{(operand, sender): cells}`` with each received piece in its shape.
-    Unwatched, the ``Alltoallv`` is made directly on the packed bytes (the
-    counts come from the plan, the same on every rank); a debug tool watching
-    gets it through :func:`dmesh.collectives.all_to_all`.
+    Returns the received pieces, each in its shape, in the order of
+    ``ready.incoming``. Unwatched, the ``Alltoallv`` is made directly on the
+    packed bytes (the counts come from the plan, the same on every rank); a
+    debug tool watching gets it through :func:`dmesh.collectives.all_to_all`.
     """
-    nranks = comm.Get_size()
-    send_parts: list[list[Any]] = [[] for _ in range(nranks)]
-    recv_bytes = [0] * nranks
-    for m in piecewise.moved:
-        block = operands[m.operand]._local
-        for rank, index in m.outgoing:
-            send_parts[rank].append(block[index])
-        item = block.dtype.itemsize
-        for rank, index in m.incoming:
-            recv_bytes[rank] += item * math.prod(s.stop - s.start for s in index)
-    send_counts = [sum(p.nbytes for p in parts) for parts in send_parts]
+    send_counts, send_displs = ready.send
+    receive_counts, receive_displs = ready.receive
     send = np.empty(sum(send_counts), np.uint8)
     at = 0
-    for parts in send_parts:
-        for part in parts:  # one copy each, straight into the send buffer
-            send[at : at + part.nbytes].view(part.dtype).reshape(part.shape)[...] = part
-            at += part.nbytes
-    starts = list(itertools.accumulate(recv_bytes, initial=0))
+    for operand, index in ready.outgoing:  # one copy each, straight into the send buffer
+        part = operands[operand]._local[index]
+        send[at : at + part.nbytes].view(part.dtype).reshape(part.shape)[...] = part
+        at += part.nbytes
     if tracing.hooked:
-        flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=recv_bytes)
-    else:
-        flat = np.empty(starts[-1], np.uint8)
-        displs = list(itertools.accumulate(send_counts, initial=0))[:-1]
-        comm.Alltoallv(
-            [send, (send_counts, displs), MPI.BYTE], [flat, (recv_bytes, starts[:-1]), MPI.BYTE]
+        flat = coll.all_to_all(
+            send, 0, 0, comm, split_sizes=send_counts, concat_sizes=receive_counts
         )
-    received: dict[tuple[int, int], Any] = {}
-    offsets = starts[:-1]
-    for m in piecewise.moved:  # senders pack by operand order, as read here
-        dtype = operands[m.operand]._local.dtype
-        for rank, index in m.incoming:
-            shape = tuple(s.stop - s.start for s in index)
-            nbytes = dtype.itemsize * math.prod(shape)
-            begin = offsets[rank]
-            received[(m.operand, rank)] = flat[begin : begin + nbytes].view(dtype).reshape(shape)
-            offsets[rank] += nbytes
-    return received
-
-
-def pieces_apply(
-    func: np.ufunc,
-    piecewise: Piecewise,
-    blocks: list[Any],
-    received: dict[tuple[int, int], Any],
-    operands: list[Any],
-    shape: tuple[int, ...],
-    out: Any,
-) -> None:
-    """``out[box] = func(*pieces)`` for every box of the result block."""
-    moved = {m.operand: m for m in piecewise.moved}
-    for box in piecewise.boxes:
-        args = []
-        for i, (x, block) in enumerate(zip(operands, blocks)):
-            m = moved.get(i)
-            if m is not None:
-                args.append(_piece(m, block, received, box))
-            elif isinstance(x, DArray):
-                args.append(block[_broadcast_box(x.shape, shape, box)])
-            elif hasattr(block, "ndim") and block.ndim:
-                args.append(block[_broadcast_box(block.shape, shape, box)])
-            else:
-                args.append(block)
-        func(*args, out=out[box])
+    else:
+        flat = np.empty(sum(receive_counts), np.uint8)
+        comm.Alltoallv(
+            [send, (send_counts, send_displs), MPI.BYTE],
+            [flat, (receive_counts, receive_displs), MPI.BYTE],
+        )
+    return [
+        flat[begin : begin + nbytes].view(dtype).reshape(shape)
+        for begin, nbytes, shape, dtype in ready.incoming
+    ]
 
 
 def _broadcast_box(
@@ -290,19 +371,18 @@ def _inside(box: tuple[slice, ...], index: tuple[slice, ...]) -> bool:
 
 
 def _piece(
-    m: Moved, block: Any, received: dict[tuple[int, int], Any], box: tuple[slice, ...]
-) -> Any:
-    """The cells of moved operand ``m`` at the result's ``box``: its block's or received ones."""
+    m: Moved, slots: dict[tuple[int, int], int], box: tuple[slice, ...]
+) -> tuple[int, tuple[slice, ...]]:
+    """Where moved operand ``m``'s cells at the result's ``box`` are: ``(operand, key)`` in
+    its block, or ``(~slot, key)`` in the received cells."""
     if m.kept is not None and _inside(box, m.kept[1]):
         src, dst = m.kept
-        return block[tuple(
+        return m.operand, tuple(
             slice(s.start + b.start - t.start, s.start + b.stop - t.start)
             for s, t, b in zip(src, dst, box)
-        )]  # fmt: skip
+        )
     for rank, index in m.incoming:
         if _inside(box, index):
-            cells = received[(m.operand, rank)]
-            return cells[
-                tuple(slice(b.start - i.start, b.stop - i.start) for i, b in zip(index, box))
-            ]
+            key = tuple(slice(b.start - i.start, b.stop - i.start) for i, b in zip(index, box))
+            return ~slots[m.operand, rank], key
     raise AssertionError(f"no piece covers {box}")  # pragma: no cover - the boxes follow the cuts

@@ -264,7 +264,7 @@ def perform(
         if step.piecewise and step.run is None and not kwargs and type(func) is np.ufunc:
             # Shifted slices of one array: computed in pieces, only crossing cells
             # sent; into a donated temporary's block where it fits.
-            piecewise = aligned.run(func, decision, list(operands), mesh, donor)
+            piecewise = aligned.run(func, decision, list(operands), mesh, donor, step)
             if piecewise is not None:
                 return piecewise
         blocks = align(operands, decision)
