@@ -26,7 +26,7 @@ from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.basic import NOT_HELD, expand_key, plan_index
 from dmesh.ops.indexing.fancy import block_of, broadcast_layout
 from dmesh.ops.indexing.operands import reduce_in_place
-from dmesh.ops.indexing.plans import plain_key, selection
+from dmesh.ops.indexing.plans import Selection, plain_key, selection
 from dmesh.ops.pipeline import SCALARS
 
 __all__ = ["setitem"]
@@ -86,7 +86,9 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
 
 
-_value_layouts: dict[tuple[Any, ...], Layout | None] = {}
+# (spec, plain key, value spec) -> (the value's layout meeting the selection or
+# None, whether it cuts as the selection does but on the int-indexed mesh dims).
+_value_layouts: dict[tuple[Any, ...], tuple[Layout | None, bool]] = {}
 
 
 def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
@@ -123,16 +125,18 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
             and seen.items == plan.items
         ):  # a[k] += 1's last step: v = a[k] was written through already
             return True
-        target = _value_layout(a._spec, hashable, plan.writable, value)
+        meeting = _value_layouts.get((a._spec, hashable, value._spec))
+        if meeting is None:
+            meeting = _value_layout(a._spec, hashable, plan, value)
+        target, same_cut = meeting
         if target is None:
             return False
         if (
-            view is None
+            same_cut
+            and view is None
             and type(seen) is views.ViewOf
             and seen.live
-            and seen.owners
             and seen.owners == plan.owners
-            and _same_cut(value._spec.layout, target, plan.owners)
         ):
             # p[0, :] = p[1, :] with both rows on one rank: the value's holders
             # are the selection's owners, and copy their own elements (the
@@ -171,17 +175,17 @@ def _same_cut(layout: Layout, target: Layout, owners: dict[int, int]) -> bool:
 
 
 def _value_layout(
-    spec: DArraySpec, hashable: Any, selected: Layout, value: DArray
-) -> Layout | None:
-    """The layout a DArray value of ``a[key] = value`` takes so its blocks meet the selection's.
+    spec: DArraySpec, hashable: Any, plan: Selection, value: DArray
+) -> tuple[Layout | None, bool]:
+    """The layout a DArray value of ``a[key] = value`` takes so its blocks meet the selection's,
+    and whether the value already cuts its array as that layout does but on the mesh dims
+    where one coordinate holds the int-indexed elements (``plan.owners``); remembered.
 
     Dims the value broadcasts over are replicated, the others cut as the
     selection is; None where the value needs the general path (more dims
     than the selection, or shapes that do not broadcast: it raises there).
     """
-    cache_key = (spec, hashable, value._spec)
-    if cache_key in _value_layouts:
-        return _value_layouts[cache_key]
+    selected = plan.writable
     target: Layout | None = None
     lead = len(selected.shape) - value.ndim
     fits = lead >= 0 and all(
@@ -191,10 +195,15 @@ def _value_layout(
         target = broadcast_layout(selected, value.shape)
         if target == value._spec.layout:  # the value's own: later calls compare by identity
             target = value._spec.layout
+    same_cut = (
+        target is not None
+        and bool(plan.owners)
+        and _same_cut(value._spec.layout, target, plan.owners)
+    )
     if len(_value_layouts) >= 4096:
         _value_layouts.clear()
-    _value_layouts[cache_key] = target
-    return target
+    _value_layouts[spec, hashable, value._spec] = (target, same_cut)
+    return target, same_cut
 
 
 def _whole_mask(a: DArray, key: Any) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.collectives.device import array_module
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate
@@ -78,14 +79,36 @@ def _plain_item(item: Any) -> Any:
 
 def plain_key(key: Any) -> Any:
     """A hashable form of a plain basic key; None for any other key."""
-    if type(key) is tuple:
-        out = tuple([_plain_item(item) for item in key])
-        return None if NotImplemented in out else out
-    item = _plain_item(key)
-    return None if item is NotImplemented else (item,)
+    if type(key) is not tuple:
+        item = _plain_item(key)
+        return None if item is NotImplemented else (item,)
+    out = []
+    for item in key:  # the common items inline: this runs on every cached a[key]
+        kind = type(item)
+        if kind is int:
+            out.append(item)
+            continue
+        if kind is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if (
+                (start is None or type(start) is int)
+                and (stop is None or type(stop) is int)
+                and (step is None or type(step) is int)
+            ):
+                out.append((_SLICE, start, stop, step))
+                continue
+        plain = _plain_item(item)
+        if plain is NotImplemented:
+            return None
+        out.append(plain)
+    return tuple(out)
 
 
 _selections: dict[tuple[DArraySpec, Any], Selection] = {}
+# The selections that are a view of the rank's block and need nothing more
+# (held here, not detached, not mirrored): (spec, plain key) -> (block key,
+# result spec), read first by :func:`getitem`.
+_block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec]] = {}
 
 
 def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
@@ -119,7 +142,10 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
     )  # fmt: skip
     if len(_selections) >= LIMIT:
         _selections.clear()
+        _block_views.clear()
     _selections[cache_key] = found
+    if local is not None and not detached and not plan.mirrored:
+        _block_views[cache_key] = (local, result)
     return found
 
 
@@ -128,7 +154,17 @@ def getitem(a: DArray, key: Any) -> DArray:
     hashable = plain_key(key)
     if hashable is None:
         return basic.getitem(a, key)
-    plan = selection(a._spec, key, hashable)
+    spec = a._spec
+    block_view = _block_views.get((spec, hashable))
+    if (
+        block_view is not None
+        and type(a) is DArray
+        and a._view is None
+        and _hooks.before_block_access is None
+    ):
+        # The common case: a view of this rank's block, nothing else to record.
+        return DArray(a._local[block_view[0]], block_view[1])
+    plan = selection(spec, key, hashable)
     if plan.mirrored:  # blocks move: the general path
         return basic.getitem(a, key)
     block = a.local
