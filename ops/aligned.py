@@ -235,6 +235,7 @@ def run(
     mesh: Any,
     donor: int = -1,
     step: Any = None,
+    into: Any = None,
 ) -> DArray | None:
     """``func(*operands)`` computed in pieces (see the module); None where it does not apply.
 
@@ -242,7 +243,11 @@ def run(
     (a temporary, ``dmesh._elision``); used when it has the result block's
     shape and dtype. Each piece of the result then reads the same cells of
     that block as it writes, which an elementwise ufunc allows. ``step``: the
-    cached step of the call, under which the preparation is kept.
+    cached step of the call, under which the preparation is kept. ``into``:
+    the block of ``out=`` (laid out as the result), written in place of a new
+    one; an operand whose block shares memory with it other than as the very
+    same block (``u[1:] += u[:-1]``) is read from a local copy of its block,
+    as NumPy reads overlapping inputs.
     """
     keyed = step is not None and KIND_TYPED
     for x in operands:
@@ -266,9 +271,13 @@ def run(
     if ready is None:
         return None
     received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
-    out = _donated(operands, decision, donor, ready.out_shape, ready.dtype)
-    if out is None:
-        out = np.empty(ready.out_shape, ready.dtype)
+    if into is not None:
+        out = into
+        operands = _unaliased(operands, into)
+    else:
+        out = _donated(operands, decision, donor, ready.out_shape, ready.dtype)
+        if out is None:
+            out = np.empty(ready.out_shape, ready.dtype)
     for box, getters in ready.tasks:
         args = []
         for source, key in getters:
@@ -280,6 +289,17 @@ def run(
                 args.append(received[~source][key])
         func(*args, out=out[box])
     return DArray(out, decision.result_spec(mesh, ready.dtype))
+
+
+def _unaliased(operands: list[Any], into: Any) -> list[Any]:
+    """``operands`` with each DArray whose block may share memory with ``into`` (other than
+    being ``into`` itself, read at the very cells it writes) replaced by one over a copy of
+    its block. Local: whatever each rank finds, every rank makes the same calls."""
+    copied = list(operands)
+    for i, x in enumerate(operands):
+        if type(x) is DArray and x._local is not into and np.may_share_memory(x._local, into):
+            copied[i] = DArray(x._local.copy(), x._spec)
+    return copied
 
 
 def _donated(

@@ -22,6 +22,7 @@ from dmesh.collectives.errors import (
     UnsupportedError,
 )
 from dmesh.darray import DArray
+from dmesh.ops import aligned
 from dmesh.ops.indexing.views import ViewOf, assign_result, writing
 from dmesh.ops.pipeline import (
     SCALARS,
@@ -74,7 +75,18 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         key = cache_key(ufunc, inputs, {})  # the step cache's own key builder
         step = None if key is None else steps.get(key)
         if step is not None and step.run is None and step.decision.result == target._spec.layout:
-            ufunc(*align(inputs, step.decision), out=target.local)
+            block = target.local
+            if (
+                step.decision.any_move
+                and step.piecewise
+                and type(block) is np.ndarray
+                and aligned.run(
+                    ufunc, step.decision, list(inputs), target.mesh, step=step, into=block
+                )
+                is not None
+            ):  # u[1:-1] += u[2:]: shifted operands computed in pieces, straight into out
+                return target
+            ufunc(*align(inputs, step.decision), out=block)
             return target
     casting = kwargs.get("casting", "same_kind")
     if not any(isinstance(x, DArray) for x in inputs):

@@ -167,3 +167,45 @@ def test_life_neighbours_reuse_their_temporaries(
     assert_equal_all(comm, z.full_array(), cells)
     if mesh.size() > 1:  # (the neighbours' operands are cut where the first's is)
         assert_all(comm, any(donated), "no temporary's block held a piecewise sum")
+
+
+@given(
+    shift=st.tuples(st.integers(-2, 2), st.integers(-2, 2)),
+    ufunc=st.sampled_from([np.add, np.subtract, np.multiply, np.fmax]),
+    aliased=st.booleans(),
+)
+def test_out_and_in_place_with_shifted_operands(
+    comm: MPI.Intracomm,
+    mesh: dmesh.DeviceMesh,
+    shift: tuple[int, int],
+    ufunc: np.ufunc,
+    aliased: bool,
+) -> None:
+    # np.add(w[1:-1, 1:-1], z[1+i:.., 1+j:..], out=w[1:-1, 1:-1]) and its in-place form,
+    # computed in pieces straight into out's block; ``aliased``: w is z, so the shifted
+    # operand overlaps out (NumPy reads it as it was before the write).
+    data = field((12, 7))
+    placements = [Shard(0)] + [Shard(1)] * (mesh.ndim - 1)
+    z = dmesh.distribute(data, mesh, placements)
+    w = z if aliased else dmesh.distribute(data[::-1].copy(), mesh, placements)
+    zn = data.copy()
+    wn = zn if aliased else data[::-1].copy()
+    i, j = shift
+
+    def shifted(x: Any) -> Any:
+        return x[2 + i : x.shape[0] - 2 + i, 2 + j : x.shape[1] - 2 + j]
+
+    def centre(x: Any) -> Any:
+        return x[2:-2, 2:-2]
+
+    with np.errstate(all="ignore"):
+        for _ in range(2):  # planned, then from the step cache
+            ufunc(centre(wn), shifted(zn), out=centre(wn))
+            ufunc(centre(w), shifted(z), out=centre(w))
+            assert_equal_all(comm, w.full_array(), wn)
+            assert_equal_all(comm, z.full_array(), zn)
+        target = centre(w)
+        target -= shifted(z)
+        target_n = centre(wn)
+        target_n -= shifted(zn)
+    assert_equal_all(comm, w.full_array(), wn)
