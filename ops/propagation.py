@@ -25,7 +25,7 @@ from dmesh.core.plan import estimate_cost
 from dmesh.core.spec import DArraySpec
 from dmesh.ops.registry import Call, Rule
 
-__all__ = ["Decision", "decide"]
+__all__ = ["Decision", "decide", "rebased"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,48 @@ def decide(rule: Rule, call: Call, specs: tuple[DArraySpec | None, ...]) -> Deci
     if best is None:  # pragma: no cover - every rule offers the replicated row
         raise AssertionError(f"{rule.name}: no strategy for {specs}")
     return best
+
+
+def rebased(
+    decision: Decision, specs: tuple[DArraySpec | None, ...], result: Layout
+) -> Decision | None:
+    """An elementwise ``decision`` with its result laid out as ``result`` instead (``out=``'s
+    layout), or None where ``result`` differs in more than block boundaries.
+
+    Each operand's target takes ``result``'s boundaries on the dims it shares
+    with the result (trailing alignment, as NumPy broadcasts) where both are
+    sharded over the same mesh dims; so ``u[1:] += u[:-1]`` computes into
+    ``u[1:]``'s own blocks and moves only the cells of ``u[:-1]`` that cross.
+    """
+    old = decision.result
+    if (result.mesh_shape, result.placements, result.shape) != (
+        old.mesh_shape,
+        old.placements,
+        old.shape,
+    ):
+        return None
+    operands: list[Layout | None] = []
+    for spec, target in zip(specs, decision.operands):
+        if spec is None or target is None:
+            operands.append(target)
+            continue
+        lead = len(result.shape) - len(target.shape)
+        bounds = list(target.bounds)
+        for e, n in enumerate(target.shape):
+            d = e + lead
+            mesh_dims = sharding_mesh_dims(target.placements, e)
+            if (
+                mesh_dims
+                and n == result.shape[d]
+                and mesh_dims == sharding_mesh_dims(result.placements, d)
+            ):
+                bounds[e] = result.bounds[d]
+        aligned = Layout(target.mesh_shape, target.placements, target.shape, tuple(bounds))
+        operands.append(spec.layout if aligned == spec.layout else aligned)
+    moves = tuple(
+        spec is not None and target != spec.layout for spec, target in zip(specs, operands)
+    )
+    return Decision(tuple(operands), result, decision.cost, moves)
 
 
 def _price(

@@ -26,6 +26,7 @@ from dmesh.ops import aligned
 from dmesh.ops.indexing.views import ViewOf, assign_result, writing
 from dmesh.ops.pipeline import (
     SCALARS,
+    Step,
     align,
     cache_key,
     check_operands,
@@ -33,7 +34,7 @@ from dmesh.ops.pipeline import (
     steps,
     wrap,
 )
-from dmesh.ops.propagation import decide
+from dmesh.ops.propagation import decide, rebased
 from dmesh.ops.registry import Call, Rule, decomposition_for
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 
@@ -74,6 +75,8 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         # computed straight into out's block, no temporary and no copy.
         key = cache_key(ufunc, inputs, {})  # the step cache's own key builder
         step = None if key is None else steps.get(key)
+        if step is not None and step.run is None:
+            step = _laid_out_as(step, inputs, target._spec)
         if step is not None and step.run is None and step.decision.result == target._spec.layout:
             block = target.local
             if (
@@ -108,6 +111,32 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         )
     assign_result(target, result, casting, f"np.{ufunc.__name__}")
     return target
+
+
+# (id(step), out's spec) -> (step, the step computing into out's layout, or None).
+_into_steps: dict[tuple[int, Any], tuple[Step, Step | None]] = {}
+
+
+def _laid_out_as(step: Step, inputs: tuple[Any, ...], out: Any) -> Step | None:
+    """``step`` with its result laid out as ``out`` (a spec), where only block boundaries
+    differ (``propagation.rebased``); else None. Remembered per step and spec."""
+    layout = out.layout
+    if step.decision.result == layout:
+        return step
+    entry = _into_steps.get((id(step), out))
+    if entry is not None and entry[0] is step:
+        return entry[1]
+    specs = tuple(x._spec if isinstance(x, DArray) else None for x in inputs)
+    decision = rebased(step.decision, specs, layout)
+    into_step = None
+    if decision is not None:
+        into_step = step._replace(
+            decision=decision, fast=None, views=None, piecewise=aligned.possible(decision, specs)
+        )
+    if len(_into_steps) >= 1024:
+        _into_steps.clear()
+    _into_steps[id(step), out] = (step, into_step)
+    return into_step
 
 
 def _one_out(name: str, out: Any) -> DArray:

@@ -173,6 +173,7 @@ def test_life_neighbours_reuse_their_temporaries(
     shift=st.tuples(st.integers(-2, 2), st.integers(-2, 2)),
     ufunc=st.sampled_from([np.add, np.subtract, np.multiply, np.fmax]),
     aliased=st.booleans(),
+    at=st.integers(-2, 2),
 )
 def test_out_and_in_place_with_shifted_operands(
     comm: MPI.Intracomm,
@@ -180,10 +181,12 @@ def test_out_and_in_place_with_shifted_operands(
     shift: tuple[int, int],
     ufunc: np.ufunc,
     aliased: bool,
+    at: int,
 ) -> None:
     # np.add(w[1:-1, 1:-1], z[1+i:.., 1+j:..], out=w[1:-1, 1:-1]) and its in-place form,
     # computed in pieces straight into out's block; ``aliased``: w is z, so the shifted
-    # operand overlaps out (NumPy reads it as it was before the write).
+    # operand overlaps out (NumPy reads it as it was before the write); ``at``: out's
+    # own rows shifted too (its blocks then are not the balanced cut).
     data = field((12, 7))
     placements = [Shard(0)] + [Shard(1)] * (mesh.ndim - 1)
     z = dmesh.distribute(data, mesh, placements)
@@ -196,7 +199,7 @@ def test_out_and_in_place_with_shifted_operands(
         return x[2 + i : x.shape[0] - 2 + i, 2 + j : x.shape[1] - 2 + j]
 
     def centre(x: Any) -> Any:
-        return x[2:-2, 2:-2]
+        return x[2 + at : x.shape[0] - 2 + at, 2:-2]
 
     with np.errstate(all="ignore"):
         for _ in range(2):  # planned, then from the step cache
