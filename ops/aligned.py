@@ -136,7 +136,7 @@ class Prepared(NamedTuple):
 
     Everything here follows from the step (operand specs, scalar types, the
     decision) and the rank, so a cached step computes it once
-    (:func:`prepared`) and each later call only packs, sends and computes.
+    (``run`` keeps it under the step) and each later call only packs, sends and computes.
     """
 
     out_shape: tuple[int, ...]
