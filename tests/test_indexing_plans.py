@@ -96,3 +96,17 @@ def test_row_copy_on_one_rank_sends_nothing(comm: MPI.Intracomm, mesh: dmesh.Dev
         p[0, :] = p[1, :]
         p[-1] = p[-2]
     assert_all(comm, record.total_count == 0, f"{record.total_count} collectives")
+
+
+def test_scalar_writes_raise_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # A value the dtype cannot hold raises as NumPy does on every rank, holders of the
+    # selected elements or not (a rank that raised alone would leave the others waiting).
+    data = np.arange(12, dtype=np.int8).reshape(4, 3)
+    a = dmesh.distribute(data, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    row = a[3]  # a detached view: its elements live on one coordinate
+    for target, key in [(a, (-1, slice(None))), (a, (0, 1)), (a, (slice(None), 0)), (row, ...)]:
+        for value, error in [(1000, OverflowError), (float("nan"), ValueError), (1j, TypeError)]:
+            for _ in range(2):  # planned, then from the cache
+                with pytest.raises(error):
+                    target[key] = value
+    assert_equal_all(comm, a.full_array(), data)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout
@@ -26,7 +27,7 @@ from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.basic import NOT_HELD, expand_key, plan_index
 from dmesh.ops.indexing.fancy import block_of, broadcast_layout
 from dmesh.ops.indexing.operands import reduce_in_place
-from dmesh.ops.indexing.plans import Selection, plain_key, selection
+from dmesh.ops.indexing.plans import Selection, plain_key, scalar_writes, selection
 from dmesh.ops.pipeline import SCALARS
 
 __all__ = ["setitem"]
@@ -43,8 +44,24 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     """
 
     hashable = plain_key(key)
-    if hashable is not None and _planned(a, key, hashable, value):
-        return
+    if hashable is not None:
+        if type(a) is DArray and a._view is None and _hooks.before_block_access is None:
+            # The commonest writes, from what earlier ones found: a Python scalar
+            # into a view of the rank's own block (p[-1, :] = 0.0), or a DArray
+            # laid out as the selection (p[:, -1] = p[:, -2]).
+            kind = type(value)
+            if kind in _PLAIN_SCALARS:
+                where = scalar_writes.get((a._spec, hashable))
+                if where is not None:
+                    a._local[where] = value
+                    return
+            elif kind is DArray and value._view is None:
+                local = _direct_writes.get((a._spec, hashable, value._spec))
+                if local is not None:
+                    a._local[local] = value._local
+                    return
+        if _planned(a, key, hashable, value):
+            return
     view = a._view
     if type(view) is views.Derived:
         view.refuse()
@@ -72,6 +89,8 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
         _assign_darray(a, key, layout.shape, value)
         return
     if a.mesh.coordinate is None or any(k is NOT_HELD for k in local_key):
+        if isinstance(value, SCALARS):  # converted as the holders' write does: raises alike
+            a.local.reshape(-1)[:0] = value
         return
     xp = array_module(a.local)
     value = xp.asarray(value)
@@ -86,6 +105,12 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     a.local[local_key] = full[layout.slices(coord)] if coord is not None else full
 
 
+# Python scalars, whose write into a block is NumPy's own (casting and all).
+_PLAIN_SCALARS = frozenset((int, float, complex, bool))
+# (spec, plain key, value spec) -> this rank's key into its block, where a
+# DArray value not a detached view is laid out as the selection (its layout is
+# the one _value_layout gives): its block is written as it is.
+_direct_writes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 # (spec, plain key, value spec) -> (the value's layout meeting the selection or
 # None, whether it cuts as the selection does but on the int-indexed mesh dims).
 _value_layouts: dict[tuple[Any, ...], tuple[Layout | None, bool]] = {}
@@ -145,6 +170,10 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
                 a.local[plan.local] = value._local
             return True
         layout = value._spec.layout
+        if layout is target and view is None and seen is None and plan.local is not None:
+            if len(_direct_writes) >= 4096:
+                _direct_writes.clear()
+            _direct_writes[a._spec, hashable, value._spec] = plan.local  # (see setitem)
         moved = value if layout is target or layout == target else value.with_layout(target)
         if plan.local is not None and (view is None or view.held):
             a.local[plan.local] = moved._local
@@ -158,6 +187,8 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
             value = full if coord is None else full[plan.layout.slices(coord)]
     if plan.local is not None and (view is None or view.held):
         a.local[plan.local] = value
+    elif isinstance(value, SCALARS):  # converted as the holders' write does: raises alike
+        a.local.reshape(-1)[:0] = value
     return True
 
 

@@ -27,7 +27,9 @@ from dmesh.ops.indexing import basic, views
 from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
 from dmesh.ops.indexing.views import ViewOf, normalize
 
-__all__ = ["Selection", "getitem", "plain_key", "selection"]
+__all__ = [
+    "NOWHERE", "Selection", "block_views", "getitem", "plain_key", "scalar_writes", "selection",
+]  # fmt: skip
 
 _SLICE = "slice"  # tags a slice's fields in a hashable key (no plain item is a str)
 _INT_TYPES = (int, np.integer)
@@ -108,7 +110,16 @@ _selections: dict[tuple[DArraySpec, Any], Selection] = {}
 # The selections that are a view of the rank's block and need nothing more
 # (held here, not detached, not mirrored): (spec, plain key) -> (block key,
 # result spec), read first by :func:`getitem`.
-_block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec]] = {}
+block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec]] = {}
+# Where ``a[key] = x`` writes a scalar into this rank's block, for selections
+# of arrays without partial terms and without mirrored blocks: the block key,
+# or NOWHERE (an empty selection of a block with dims) on a rank that holds
+# none of it, where the
+# write still converts ``x`` as NumPy does, so a value the dtype cannot hold
+# (1000 into int8, NaN into an int) raises on every rank, not on the holders
+# alone.
+NOWHERE = (slice(0, 0), Ellipsis)
+scalar_writes: dict[tuple[DArraySpec, Any], tuple[Any, ...]] = {}
 
 
 def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
@@ -142,10 +153,13 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
     )  # fmt: skip
     if len(_selections) >= LIMIT:
         _selections.clear()
-        _block_views.clear()
+        block_views.clear()
+        scalar_writes.clear()
     _selections[cache_key] = found
     if local is not None and not detached and not plan.mirrored:
-        _block_views[cache_key] = (local, result)
+        block_views[cache_key] = (local, result)
+    if not plan.mirrored and not partial and (local is not None or spec.ndim):
+        scalar_writes[cache_key] = local if local is not None else NOWHERE
     return found
 
 
@@ -155,7 +169,7 @@ def getitem(a: DArray, key: Any) -> DArray:
     if hashable is None:
         return basic.getitem(a, key)
     spec = a._spec
-    block_view = _block_views.get((spec, hashable))
+    block_view = block_views.get((spec, hashable))
     if (
         block_view is not None
         and type(a) is DArray
