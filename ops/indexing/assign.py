@@ -55,11 +55,24 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
                 if where is not None:
                     a._local[where] = value
                     return
-            elif kind is DArray and value._view is None:
-                local = _direct_writes.get((a._spec, hashable, value._spec))
-                if local is not None:
-                    a._local[local] = value._local
-                    return
+            elif kind is DArray:
+                seen = value._view
+                if seen is None:
+                    local = _direct_writes.get((a._spec, hashable, value._spec))
+                    if local is not None:
+                        a._local[local] = value._local
+                        return
+                elif type(seen) is views.ViewOf and seen.live:
+                    # p[0, :] = p[1, :]: both rows on one coordinate, copied there.
+                    entry = _owner_copies.get((a._spec, hashable, value._spec))
+                    if (
+                        entry is not None
+                        and seen.owners == entry[0]
+                        and (seen.root is not a or seen.items != entry[1])
+                    ):
+                        if entry[2] is not None:
+                            a._local[entry[2]] = value._local
+                        return
         if _planned(a, key, hashable, value):
             return
     view = a._view
@@ -111,6 +124,10 @@ _PLAIN_SCALARS = frozenset((int, float, complex, bool))
 # DArray value not a detached view is laid out as the selection (its layout is
 # the one _value_layout gives): its block is written as it is.
 _direct_writes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+# (spec, plain key, value spec) -> (owners, items, this rank's block key or None)
+# of a selection whose value is a live detached view with those owners, cut as
+# the selection but on the owners' mesh dims: its holders copy their elements.
+_owner_copies: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
 # (spec, plain key, value spec) -> (the value's layout meeting the selection or
 # None, whether it cuts as the selection does but on the int-indexed mesh dims).
 _value_layouts: dict[tuple[Any, ...], tuple[Layout | None, bool]] = {}
@@ -166,6 +183,9 @@ def _planned(a: DArray, key: Any, hashable: Any, value: Any) -> bool:
             # p[0, :] = p[1, :] with both rows on one rank: the value's holders
             # are the selection's owners, and copy their own elements (the
             # general path would first reduce the value's terms on every rank).
+            if len(_owner_copies) >= 4096:
+                _owner_copies.clear()
+            _owner_copies[a._spec, hashable, value._spec] = (plan.owners, plan.items, plan.local)
             if plan.local is not None:
                 a.local[plan.local] = value._local
             return True
