@@ -142,8 +142,24 @@ def _laid_out_as(step: Step, inputs: tuple[Any, ...], out: Any) -> Step | None:
 def _one_out(name: str, out: Any) -> DArray:
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != 1 or not isinstance(outs[0], DArray):
-        raise ArgumentTypeError(f"np.{name}(..., out=): out must be one DArray, got {out!r}")
+        given = ", ".join(_describe(o) for o in outs)
+        raise ArgumentTypeError(
+            f"np.{name}(..., out=): out must be one DArray when an input is a DArray, got "
+            f"{given}. A NumPy array cannot hold a distributed result in place (in-place "
+            "operators included: `c += d` with c an ndarray and d a DArray): make the "
+            "output a DArray (np.zeros_like(d), dmesh.zeros(...)), or gather the input "
+            "with d.full_array()"
+        )
     return outs[0]
+
+
+def _describe(x: Any) -> str:
+    """A short description of an out= argument (never its values: it may be large)."""
+    if isinstance(x, DArray):
+        return f"DArray {x.dtype} {x.shape}"
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"{type(x).__module__}.{type(x).__name__} {x.dtype} {x.shape}"
+    return type(x).__name__
 
 
 # ``ufunc(..., where=mask)``: the inputs, the mask and ``out`` are aligned like

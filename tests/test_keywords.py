@@ -133,3 +133,16 @@ def test_keyword_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     assert_raises_all(comm, TypeError, np.add, a, 1.0, where=MASK, match="distribute")
     assert_raises_all(comm, ValueError, np.add, a, 1.0, out=wrong, where=True)
     assert_raises_all(comm, NotImplementedError, np.nansum, a, where=a > 0, match="where")
+
+
+def test_ndarray_out_with_darray_input_raises_clearly(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    # c += d with c an ndarray and d a DArray: NumPy hands DArray the call with out=(c,).
+    # A clear error on every rank, naming what was given (not its values), and c unchanged.
+    d = dmesh.distribute(np.arange(6.0), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    c = np.ones(6)
+    with pytest.raises(dmesh.ArgumentTypeError, match=r"numpy.ndarray float64 \(6,\)") as info:
+        c += d
+    assert "zeros_like" in str(info.value) and "array([" not in str(info.value)
+    assert_equal_all(comm, c, np.ones(6))
