@@ -21,6 +21,7 @@ from dmesh import _hooks
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
+from dmesh.core.scalars import KEY_SCALARS
 from dmesh.darray import DArray
 from dmesh.ops.indexing.views import VIEW_FUNCTIONS, function_of_view
 from dmesh.ops.integer_power import check_integer_power
@@ -232,7 +233,16 @@ def _call_parsed(
     keywords skips the parse as well.
     """
     parsed, static = rule.parse(args, kwargs)  # type: ignore[misc]  # callers check parse
+    # The parsed operands and static arguments key the step too (np.concatenate's
+    # list, np.stack's): what prepare decides follows from their specs alone.
+    parsed_key = _parsed_key(registered, parsed, static)
+    step = None if parsed_key is None else steps.get(parsed_key)
+    if step is not None:
+        mesh = next(x for x in parsed if type(x) is DArray)._spec.mesh
+        return perform(func, step, parsed, mesh)
     operands, mesh, step = prepare(rule, parsed, static, name)
+    if parsed_key is not None:
+        remember(parsed_key, step)
     result = perform(func, step, operands, mesh)
     same = len(operands) == len(args) and all(x is y for x, y in zip(operands, args))
     if same and args and all(type(x) is DArray for x in args):
@@ -240,6 +250,32 @@ def _call_parsed(
         if key is not None:
             remember(key, step)
     return result
+
+
+_PARSED = "parsed"  # marks the step keys of parsed operands (no callable is a str)
+
+
+def _parsed_key(registered: Any, parsed: Any, static: Any) -> tuple[Any, ...] | None:
+    """The step key of a parsed call: its operands' specs (or scalar types) and its static
+    arguments; None when an operand is anything else or nothing is a DArray."""
+    key: list[Any] = [registered, _PARSED, static]
+    darray = False
+    for x in parsed:
+        kind = type(x)
+        if kind is DArray:
+            key.append(x._spec)
+            darray = True
+        elif kind in KEY_SCALARS:
+            key.append(kind)
+        else:
+            return None
+    if not darray:
+        return None
+    try:
+        hash(static)
+    except TypeError:
+        return None
+    return tuple(key)
 
 
 def _mesh_of(inputs: tuple[Any, ...]) -> Any:

@@ -30,6 +30,7 @@ from dmesh.core.placement import Placement, Replicate
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.kernels.joins import as_darray, join
+from dmesh.ops.kernels.local_pad import LOCAL_MODES, pad_blocks
 from dmesh.ops.registry import decompose
 
 KEYWORDS = {
@@ -91,6 +92,15 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> DA
     widths = _pairs(pad_width, array.ndim, "pad_width", integral=True)
     if array.ndim == 0:
         return array.copy()
+    if mode in LOCAL_MODES:  # each rank pads its own block, where the edges are its own
+        values = (
+            _pairs(kwargs.get("constant_values", 0), array.ndim, "constant_values", False)
+            if mode == "constant"
+            else None
+        )
+        padded = pad_blocks(array, widths, mode, values)
+        if padded is not None:
+            return padded
     result = array
     for axis in range(array.ndim):
         before, after = (int(w) for w in widths[axis])

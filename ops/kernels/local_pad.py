@@ -1,0 +1,97 @@
+"""``np.pad`` in ``constant``, ``empty`` and ``edge`` modes, each rank padding its own block.
+
+Along a sharded axis the cells ``np.pad`` adds lie next to the first and the
+last block, and in these modes they are made from those blocks alone (a
+value, or the edge cell the block holds). So the padded array keeps the
+input's placements and block boundaries, shifted by the width before, the
+first block grown by it and the last by the width after; each rank
+allocates its padded block once, copies its block in, and fills the cells it
+adds, axis after axis as NumPy does (axis ``i`` over the full extent of the
+axes before it and the original extent of the axes after it, so the corners
+come out as NumPy's). No message, one copy: the general path joins three
+pieces per axis (:mod:`dmesh.ops.rules.padding`), a copy of the whole array
+per padded axis.
+
+:func:`pad_blocks` returns None where that does not hold (partial terms, a
+first or last block with no cells along a padded sharded axis); every rank
+decides from the layout alone, so all take the same path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dmesh.collectives.device import array_module
+from dmesh.core.layout import Layout
+from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
+
+__all__ = ["LOCAL_MODES", "pad_blocks"]
+
+LOCAL_MODES = frozenset(("constant", "empty", "edge"))
+
+
+def pad_blocks(x: DArray, widths: Any, mode: str, values: Any) -> DArray | None:
+    """``np.pad(x, widths, mode)`` block by block, or None where it needs the general path.
+
+    ``widths``: one ``(before, after)`` pair of ints per axis; ``values``: one
+    ``(before, after)`` pair of fill values per axis (``constant``), else None.
+    """
+    layout = x._spec.layout
+    if mode not in LOCAL_MODES or any(p.is_partial() for p in layout.placements):
+        return None
+    pairs = [(int(b), int(a)) for b, a in widths]
+    for d, (before, after) in enumerate(pairs):
+        if mode == "edge" and (before or after) and not x.shape[d]:
+            return None  # (no edge to repeat: the general path raises NumPy's error)
+        cut = layout.bounds[d]
+        if cut is not None and (before or after) and (cut[1] == cut[0] or cut[-1] == cut[-2]):
+            return None  # an edge block without cells: its neighbour holds the edge
+    shape = tuple(n + b + a for n, (b, a) in zip(x.shape, pairs))
+    bounds = tuple(
+        None if cut is None else (0, *(c + b for c in cut[1:-1]), n)
+        for cut, (b, _), n in zip(layout.bounds, pairs, shape)
+    )
+    spec = DArraySpec(x.mesh, Layout(layout.mesh_shape, layout.placements, shape, bounds), x.dtype)
+    coord = x.mesh.coordinate
+    block = x._local
+    xp = array_module(block)
+    out = xp.empty(spec.local_shape(coord) if coord is not None else (0,) * x.ndim, x.dtype)
+    if coord is None:  # not a member: an empty block of the padded shape
+        return DArray(out, spec)
+    # Per axis: the cells this rank adds before and after its block, and where it sits.
+    first = [_edge(layout, coord, d, 0) for d in range(x.ndim)]
+    last = [_edge(layout, coord, d, -1) for d in range(x.ndim)]
+    adds = [(b if first[d] else 0, a if last[d] else 0) for d, (b, a) in enumerate(pairs)]
+    inner = tuple(slice(b, b + n) for (b, _), n in zip(adds, block.shape))
+    out[inner] = block
+    for d, (before, after) in enumerate(adds):
+        if not (before or after):
+            continue
+        # Axes before d over their full (padded) extent, axes after d over the block's.
+        roi = [slice(None)] * d + [slice(None)] + list(inner[d + 1 :])
+        size = out.shape[d]
+        for width, side in ((before, 0), (after, 1)):
+            if not width:
+                continue
+            region = list(roi)
+            region[d] = slice(0, width) if side == 0 else slice(size - width, size)
+            if mode == "edge":
+                at = before if side == 0 else size - after - 1
+                source = list(roi)
+                source[d] = slice(at, at + 1)
+                out[tuple(region)] = out[tuple(source)]
+            elif mode == "constant":
+                out[tuple(region)] = values[d][side]
+            else:  # empty: NumPy leaves them undefined; zeros, so every rank agrees
+                out[tuple(region)] = 0
+    return DArray(out, spec)
+
+
+def _edge(layout: Layout, coord: Any, d: int, which: int) -> bool:
+    """Whether the block at ``coord`` is the first (``which`` 0) or last (-1) along ``d``."""
+    cut = layout.bounds[d]
+    if cut is None:
+        return True
+    number = layout.block_number(coord, d)
+    return number == (0 if which == 0 else len(cut) - 2)
