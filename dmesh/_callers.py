@@ -20,6 +20,13 @@ does the same from Python, through ``ctypes``:
   reached the operator by itself (``PyNumber_Add`` from a Cython function)
   adds its own frames, so the stretch differs and elision is refused.
 
+The builtin ``sum`` is the one C caller admitted besides the instruction
+(:func:`called_by_sum`): it holds its running total and each item alone and
+drops them right after adding, as the value stack does, so NumPy elides
+there too (``sum(np.roll(z, i) for i in ...)``). Calibration records its
+path as well, and a check compares the stretch up to sum's own frame (the
+one that called ``PyNumber_Add``), whatever call reached sum.
+
 The stretch is found by the interpreter loop's frames
 (``_PyEval_EvalFrameDefault``, named by ``dladdr``), never by the frames'
 count, so it holds whatever Python frames the call runs under. Where any of
@@ -36,7 +43,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any, cast
 
-__all__ = ["available", "called_by_instruction"]
+__all__ = ["available", "called_by_instruction", "called_by_sum"]
 
 # Frames taken at calibration: ctypes' own (libffi, _ctypes), the loop running
 # the operator method, the interpreter's path to it and the caller's loop fit
@@ -126,9 +133,35 @@ _deepest = [0]
 # (operator, reflected) -> the stretches a call from a Python operator
 # instruction shows; filled by _calibrate.
 _paths: dict[tuple[str, bool], frozenset[tuple[int, ...]]] = {}
+# The same for the builtin sum adding its items (``add`` only).
+_sum_paths: dict[tuple[str, bool], frozenset[tuple[int, ...]]] = {}
 # How many loop frames lie above (and including) the operator method's own,
 # seen from inside :func:`called_by_instruction`; 0 until calibrated.
 _loops_above = [0]
+
+
+def called_by_sum(name: str, reflected: bool) -> bool:
+    """Whether the operator method calling this was run by the builtin ``sum`` adding its
+    items (``sum(np.roll(z, i) for i in ...)``), as recorded at import.
+
+    ``sum`` holds its running total in a C local that it releases right after
+    each addition, and each item only until it is added: a total (or an item
+    the iterator made) that nothing else refers to is a temporary there, as on
+    the interpreter's value stack. Only ``add`` has such paths.
+    """
+    paths = _sum_paths.get((name, reflected))
+    if paths is None:
+        return False
+    assert _NATIVE is not None
+    count = _NATIVE[0](_frames, _depth[0])
+    stack = ("sum", name, reflected, *_frames[:count])
+    verdict = _verdicts.get(stack)
+    if verdict is None:
+        stretch = _stretch(_loops_above[0], count)
+        verdict = stretch is not None and any(stretch[: len(p)] == p for p in paths)
+        if len(_verdicts) < 4096:
+            _verdicts[stack] = verdict
+    return verdict
 
 
 def called_by_instruction(name: str, reflected: bool) -> bool:
@@ -199,6 +232,18 @@ def _loops_to(stretch_symbol: bytes, count: int) -> int:
     return 0
 
 
+def _through_caller_of(symbol: bytes, stretch: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``stretch`` up to and including the frame that called ``symbol`` (None: not in it)."""
+    assert _NATIVE is not None
+    for i, address in enumerate(stretch[:-1]):
+        info = _DlInfo()
+        if _NATIVE[1](ctypes.c_void_p(address - 1), ctypes.byref(info)) and (
+            info.dli_sname == symbol
+        ):
+            return stretch[: i + 2]
+    return None
+
+
 def _calibrate() -> None:
     """Record the interpreter's path from each operator instruction to a Python method."""
     if _NATIVE is None:
@@ -250,7 +295,19 @@ def _calibrate() -> None:
             _paths[key] = frozenset(stretches)
     if len(_paths) != 2 * len(OPERATORS):
         _paths.clear()
+        return
     _depth[0] = _deepest[0] + 2  # a little slack for the check's own frames
+    found.clear()
+    for _ in range(2):  # the first item (after sum's int start), the later ones, a start
+        _ = sum([probe, probe, probe])
+        _ = sum([probe, probe], probe)
+    for key, stretches in found.items():
+        # Up to sum's own frame, the one that called PyNumber_Add: how the caller
+        # reached sum (a specialised call or the generic vectorcall) does not matter.
+        prefixes = {_through_caller_of(b"PyNumber_Add", s) for s in stretches - _paths[key]}
+        if key[0] == "add" and prefixes and None not in prefixes:
+            _sum_paths[key] = frozenset(p for p in prefixes if p is not None)
+    _depth[0] = _deepest[0] + 2  # (sum's stretch is deeper: unwind as far)
 
 
 _calibrate()

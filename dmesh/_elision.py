@@ -197,16 +197,22 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
             if (
                 sys.getrefcount(self) <= temporary_refs
                 and _donor_ok(self)
-                and _called_by_operator(instructions)
-                and _callers.called_by_instruction(name, False)
+                and (  # (inline: the checks count frames from here)
+                    _callers.called_by_instruction(name, False)
+                    if _called_by_operator(instructions)
+                    else _callers.called_by_sum(name, False)
+                )
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 0)  # type: ignore[misc]
             if (
                 type(other) is type(self)
                 and sys.getrefcount(other) <= temporary_refs
                 and _donor_ok(other)
-                and _called_by_operator(instructions)
-                and _callers.called_by_instruction(name, False)
+                and (  # (inline: the checks count frames from here)
+                    _callers.called_by_instruction(name, False)
+                    if _called_by_operator(instructions)
+                    else _callers.called_by_sum(name, False)
+                )
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
         if type(other) is type(self) or type(other) in KEY_SCALARS:
@@ -233,8 +239,11 @@ def reflected_method(
             and temporary_refs
             and sys.getrefcount(self) <= temporary_refs
             and _donor_ok(self)
-            and _called_by_operator(instructions)
-            and _callers.called_by_instruction(name, True)
+            and (  # (inline: the checks count frames from here)
+                _callers.called_by_instruction(name, True)
+                if _called_by_operator(instructions)
+                else _callers.called_by_sum(name, True)
+            )
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
         if type(other) in KEY_SCALARS:

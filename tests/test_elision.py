@@ -225,3 +225,41 @@ def test_stack_check_works_here() -> None:
     assert (1.0 + x) is _callers.available()
     assert x.__add__(1.0) is False  # a call instruction, not `+`
     assert _number_add(x, 1.0) is False  # C code between
+
+
+def test_sum_reuses_its_own_running_total(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, donations: list[int]
+) -> None:
+    # The builtin sum holds its running total alone and drops each item once
+    # added: their blocks may hold the next sum (NumPy elides there too). Named
+    # arrays, in a list or as the start, are never written.
+    x, y, z = operands(mesh)
+    named = [x, y, z]
+    for _ in range(2):  # decided, then from the cache
+        donations.clear()
+        from_list = sum(named)
+        from_generator = sum(v * 2.0 for v in named)
+        with_start = sum([y, z], x)
+    assert_equal_all(comm, from_list.local, np.full(from_list.local.shape, 6.0))
+    assert_equal_all(comm, from_generator.local, np.full(from_generator.local.shape, 12.0))
+    assert_equal_all(comm, with_start.local, np.full(with_start.local.shape, 6.0))
+    for v, value in zip(named, (2.0, 3.0, 1.0)):
+        assert_equal_all(comm, v.local, np.full(v.local.shape, value))
+    # sum(named): 0 + x (x named), then the total twice; the generator: its first item
+    # (0 + x * 2.0, reflected), then the total twice; with a start: x + y (named), the total.
+    expected = [0, 0, 1, 0, 0, 0] if CAN_ELIDE else []
+    assert_all(comm, donations == expected, f"donors {donations}")
+
+
+def test_sum_path_is_known_here() -> None:
+    if _callers.available():
+        assert _callers._sum_paths, "no path from the builtin sum was recorded"
+
+    class Operand:
+        def __add__(self, other: object) -> bool:
+            return _callers.called_by_sum("add", False)
+
+    x = Operand()
+    assert not _callers.called_by_sum("add", False)  # not inside sum
+    assert x.__add__(1.0) is False  # a call, not sum
+    assert (x + 1.0) is False  # the operator instruction is not sum

@@ -28,6 +28,7 @@ from dmesh.collectives.errors import (
 )
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
 from dmesh.darray import DArray
+from dmesh.ops.kernels.roll import roll_blocks
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
@@ -310,7 +311,11 @@ def _roll_axis(a: Any, shift: int, axis: int, join: Any) -> Any:
     if n == 0 or shift % n == 0:
         return a
     shift %= n
+    cut = a.spec.layout.bounds[axis]
+    if cut is not None:  # a sharded axis: rows change holder in place, one message
+        rolled = roll_blocks(a, shift, axis)
+        if rolled is not None:
+            return rolled
     head = (slice(None),) * axis
     pieces = [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]]
-    cut = a.spec.layout.bounds[axis]
     return join(pieces, axis, cut) if cut is not None else np.concatenate(pieces, axis)

@@ -1,0 +1,62 @@
+"""``np.roll`` along a sharded axis keeps the input's blocks and moves only the rows that
+change holder, in one message (ops/kernels/roll.py): NumPy's values at 1-4 ranks, for
+generated shapes, shifts, axes and placements, uneven and empty blocks included."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from mpi4py import MPI
+
+import dmesh
+from dmesh import Replicate, Shard
+from helpers import assert_all, assert_equal_all
+
+HOSTILE = np.array([np.nan, -np.inf, np.inf, -0.0, 2.0**60, -1.5])
+
+
+def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
+    return [list(p) for p in itertools.product([Replicate(), Shard(0), Shard(1)], repeat=mesh.ndim)]
+
+
+@given(
+    rows=st.integers(1, 9),
+    cols=st.integers(1, 5),
+    head=st.integers(0, 3),
+    shift=st.integers(-20, 20),
+    axis=st.sampled_from([0, 1, -1]),
+)
+def test_roll_matches_numpy(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, rows: int, cols: int, head: int, shift: int,
+    axis: int,
+) -> None:  # fmt: skip
+    whole = np.arange((rows + head) * cols, dtype=np.float64).reshape(rows + head, cols)
+    whole.flat[: min(whole.size, HOSTILE.size)] = HOSTILE[: whole.size]
+    want = np.roll(whole[head:], shift, axis)
+    for placements in _placements(mesh):
+        # A slice of a distributed array: blocks cut unevenly, some empty at 3-4 ranks.
+        a = dmesh.distribute(whole, mesh, placements)[head:]
+        got = np.roll(a, shift, axis)
+        assert_all(comm, got.placements == a.placements, f"{placements}: {got.placements}")
+        assert_equal_all(comm, got.full_array(), want)
+        assert_equal_all(comm, a.full_array(), whole[head:])  # the input is untouched
+
+
+def test_roll_by_one_sends_the_boundary_rows_once(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    n = 16
+    a = dmesh.distribute(np.arange(n * 3.0).reshape(n, 3), mesh, [Shard(0)]
+                         + [Replicate()] * (mesh.ndim - 1))  # fmt: skip
+    np.roll(a, 1, 0)  # planned once
+    with dmesh.debug.CommMode() as record:
+        got = np.roll(a, 1, 0)
+    assert_equal_all(comm, got.full_array(), np.roll(np.arange(n * 3.0).reshape(n, 3), 1, 0))
+    blocks = mesh.shape[0]
+    assert_all(comm, record.total_count == (blocks > 1), f"{record.total_count} collectives")
+    sent = sum(r.sent_bytes for r in record.records)
+    assert_all(comm, sent <= 3 * 8, f"sent {sent} bytes: more than one row")
