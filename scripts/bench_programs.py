@@ -16,6 +16,8 @@ NumPy run and the dmesh run differ only in how the inputs are made
   generation written through a mask, ``Z[1:-1, 1:-1][birth | survive] = 1``
   (N. Rougier's version); ``life, expr`` the same rules assigned as one
   expression, ``Z[1:-1, 1:-1] = (N == 3) | ((Z[1:-1, 1:-1] == 1) & (N == 2))``;
+  ``life, roll`` the rules on a torus, the neighbours summed from
+  ``np.roll(np.roll(Z, i, 0), j, 1)`` (J. VanderPlas's version);
 * ``k-means``: distances by broadcasting ``((X[:, None, :] - C[None, :, :])
   ** 2).sum(-1)``, ``argmin``, centroids as masked means in a loop over the
   clusters (``X[labels == j].mean(axis=0)``);
@@ -174,6 +176,19 @@ def game_of_life_expr(Z: Any, steps: int) -> Any:
     for _ in range(steps):
         N = neighbours(Z)
         Z[1:-1, 1:-1] = (N == 3) | ((Z[1:-1, 1:-1] == 1) & (N == 2))
+    return Z
+
+
+def game_of_life_roll(Z: Any, steps: int) -> Any:
+    """The rules on a torus, neighbours from ``np.roll`` (J. VanderPlas's NumPy version)."""
+    for _ in range(steps):
+        N = sum(
+            np.roll(np.roll(Z, i, 0), j, 1)
+            for i in (-1, 0, 1)
+            for j in (-1, 0, 1)
+            if (i != 0 or j != 0)
+        )
+        Z = ((N == 3) | (Z & (N == 2))).astype(Z.dtype)
     return Z
 
 
@@ -411,6 +426,8 @@ PROGRAMS = [
             lambda: _shallow_water_inputs(512), 20, 1e-12),
     Program("game of life", "1024^2, 10 gen", game_of_life, lambda: _life_inputs(1024), 10, 0.0),
     Program("life, expr", "1024^2, 10 gen", game_of_life_expr, lambda: _life_inputs(1024), 10,
+            0.0),
+    Program("life, roll", "1024^2, 10 gen", game_of_life_roll, lambda: _life_inputs(1024), 10,
             0.0),
     Program("k-means", "5e4 x 4, k=8, 5 it", kmeans, lambda: _kmeans_inputs(50_000), 5, 1e-12),
     Program("statistics", "2.5e5 x 4", statistics, lambda: _statistics_inputs(250_000), 1,

@@ -60,3 +60,13 @@ def test_roll_by_one_sends_the_boundary_rows_once(
     assert_all(comm, record.total_count == (blocks > 1), f"{record.total_count} collectives")
     sent = sum(r.sent_bytes for r in record.records)
     assert_all(comm, sent <= 3 * 8, f"sent {sent} bytes: more than one row")
+
+
+def test_roll_of_partial_terms(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # Each rank rolls its own terms (a permutation commutes with their sum, min or max).
+    data = np.arange(20.0).reshape(5, 4) - 7.0
+    for op in ("sum", "max"):
+        a = dmesh.distribute(data, mesh, [dmesh.Partial(op)] + [Shard(1)] * (mesh.ndim - 1))
+        for shift, axis in [(2, 0), (-1, 1), (7, 0)]:
+            got = np.roll(a, shift, axis)
+            assert_equal_all(comm, got.full_array(), np.roll(data, shift, axis))

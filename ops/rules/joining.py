@@ -20,6 +20,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from dmesh import _hooks
+from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -280,12 +281,15 @@ def flip(m: Any, axis: Any = None) -> Any:
 
 @decompose(np.roll)
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """``np.roll``: along each axis the two slices swapped and joined.
+    """``np.roll``: axis after axis, each rank rolling what it holds.
 
-    Along a sharded axis the result keeps the input's block boundaries, so
-    the two pieces travel to their new owners (no gather). Without an axis
-    the flattened array is rolled and reshaped back, its blocks following
-    the input's so that the reshape stays a view.
+    Along an axis no mesh dim shards, every block holds the whole axis and is
+    rolled in place of itself (no message). Along a sharded axis the result
+    keeps the input's block boundaries and only the rows that change holder
+    travel, in one message (:func:`dmesh.ops.kernels.roll.roll_blocks`; a
+    partial array's slices are joined instead). Without an axis the
+    flattened array is rolled and reshaped back, its blocks following the
+    input's so that the reshape stays a view.
     """
     from dmesh.ops.kernels.joins import join
 
@@ -316,6 +320,10 @@ def _roll_axis(a: Any, shift: int, axis: int, join: Any) -> Any:
         rolled = roll_blocks(a, shift, axis)
         if rolled is not None:
             return rolled
+    else:  # every block holds the whole axis: each rank rolls its own (terms too: roll
+        # permutes elements, so it commutes with the sum, min or max of partial terms)
+        block = a._local
+        return DArray(array_module(block).roll(block, shift, axis), a._spec)
     head = (slice(None),) * axis
     pieces = [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]]
-    return join(pieces, axis, cut) if cut is not None else np.concatenate(pieces, axis)
+    return join(pieces, axis, cut)
