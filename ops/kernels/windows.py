@@ -63,7 +63,8 @@ def window(a: DArray, axis: int, before: int, after: int, name: str) -> tuple[DA
     is raised on every rank before any message (every rank knows the layout).
     """
     a = a.reduce_partials()
-    sharded = bool(sharding_mesh_dims(a.placements, axis))
+    # (one block along the axis, as on a mesh dim of one rank: nothing to exchange)
+    sharded = bool(sharding_mesh_dims(a.placements, axis)) and len(a.spec.layout.sizes(axis)) > 1
     if sharded and not _fits(a.spec.layout.sizes(axis), before, after):
         balanced = type(a.spec.layout).balanced(a.mesh.shape, a.placements, a.shape)
         if not _fits(balanced.sizes(axis), before, after) and a.ndim > 1:

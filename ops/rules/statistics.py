@@ -72,7 +72,11 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     if out is not None or kwargs:
         raise UnsupportedError("np.var on DArrays supports axis, dtype, ddof and keepdims")
     mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True)
-    squared = _squared_magnitude(a - mean)
+    deviation = a - mean
+    if deviation.dtype.kind == "c":
+        squared = _squared_magnitude(deviation)
+    else:  # squared in place, as NumPy's var does: the deviations are this call's own
+        squared = np.multiply(deviation, deviation, out=deviation)
     count = max(math.prod(a.shape[d] for d in _axes(a, axis)) - ddof, 0)
     summed = np.sum(squared, axis=axis, dtype=dtype, keepdims=keepdims)
     if count == 0:  # x / 0 is not linear: a zero Partial term would make a NaN of the sum
