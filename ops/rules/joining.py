@@ -297,6 +297,9 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         flat = np.ravel(a)
         rolled = _roll_axis(flat, int(np.sum(np.asarray(shift, dtype=np.int64))), 0, join)
         return np.reshape(rolled if rolled is not flat else flat.copy(), a.shape)
+    if type(shift) is int and type(axis) is int:  # the common call: one axis, one shift
+        rolled = _roll_axis(a, shift, normalize_axis_tuple(axis, a.ndim)[0], join)
+        return rolled if rolled is not a else a.copy()  # NumPy returns a new array
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     if shifts.ndim > 1 or shifts.dtype.kind not in "iu" or axes.dtype.kind not in "iu":
         raise ArgumentError(f"np.roll: shift and axis must be ints or 1-D sequences of ints; "
