@@ -191,6 +191,7 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
     """``__op__`` that may reuse a temporary operand's block as the output, else ``plain``."""
     name = plain.__name__.strip("_")
     instructions = _operator_instructions(name)
+    direct = ufunc is not np.power  # (the dispatcher checks integer powers first)
 
     def method(self: Any, other: Any) -> Any:
         if context.elide_state[0] and temporary_refs:
@@ -215,6 +216,19 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 )
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
+        steps = _hooks.operator_steps
+        if (
+            steps is not None
+            and direct
+            and type(self) is _hooks.darray_type
+            and _hooks.recorder is None  # (dmesh.compile records through the hooks)
+        ):
+            # A cached plain call that moves nothing: its fused closure, as the
+            # dispatcher's own hot path would call it (dmesh.ops.dispatch.call_ufunc).
+            kind = type(other)
+            step = steps.get((ufunc, self._spec, other._spec if kind is type(self) else kind))
+            if step is not None and step.fast is not None:
+                return step.fast(ufunc, self, other)
         if type(other) is type(self) or type(other) in KEY_SCALARS:
             # Straight to the dispatcher: NumPy's override protocol would pick
             # DArray.__array_ufunc__ anyway, after a microsecond of checks.
@@ -232,6 +246,7 @@ def reflected_method(
     """``__rop__`` (``other op self``) that may reuse ``self``'s block when it is a temporary."""
     name = plain.__name__.strip("_")[1:]
     instructions = _operator_instructions(name)
+    direct = ufunc is not np.power
 
     def method(self: Any, other: Any) -> Any:
         if (
@@ -246,6 +261,17 @@ def reflected_method(
             )
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
+        steps = _hooks.operator_steps
+        if (
+            steps is not None
+            and direct
+            and type(self) is _hooks.darray_type
+            and _hooks.recorder is None  # (dmesh.compile records through the hooks)
+        ):
+            kind = type(other)  # (a DArray on the left would have had its own method)
+            step = steps.get((ufunc, kind, self._spec))
+            if step is not None and step.fast is not None:
+                return step.fast(ufunc, other, self)
         if type(other) in KEY_SCALARS:
             return _hooks.dispatch_operator(ufunc, (other, self))  # type: ignore[misc]
         return plain(self, other)

@@ -21,6 +21,13 @@ dispatch_donated: Callable[[Any, tuple[Any, ...], int], Any] | None = None
 # (ufunc, inputs) -> result of ``ufunc(*inputs)`` for DArray operators with
 # DArray or Python scalar operands, past NumPy's protocol; installed by ops.dispatch.
 dispatch_operator: Callable[[Any, tuple[Any, ...]], Any] | None = None
+# The op layer's step cache while no debug tool watches (None while one does):
+# DArray's operators read a cached plain call's fused closure from it directly,
+# as ``dispatch_operator`` would (``dmesh.ops.pipeline.steps``); installed by ops.dispatch.
+operator_steps: dict[Any, Any] | None = None
+# The DArray class itself (not a subclass, such as dmesh.compile's stand-ins):
+# the operators' direct path above is for its instances; set by dmesh.darray.
+darray_type: Any = None
 # (array, key) -> DArray; installed by dmesh.ops.indexing (``a[key]``).
 getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).

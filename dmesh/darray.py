@@ -414,3 +414,6 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
     def __deepcopy__(self, memo: Any) -> DArray:
         """``copy.deepcopy(a)``: a copy with its own block on the same mesh (no communication)."""
         return self.copy()
+
+
+_hooks.darray_type = DArray  # (the operators' direct path is for DArray itself)

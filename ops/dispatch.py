@@ -301,11 +301,13 @@ def _connect(watched: bool) -> None:
         _hooks.dispatch_function = _watched_function
         _hooks.dispatch_donated = _watched_donated
         _hooks.dispatch_operator = _watched_operator
+        _hooks.operator_steps = None  # (every op through the watched hooks)
     else:
         _hooks.dispatch_ufunc = dispatch_ufunc
         _hooks.dispatch_function = dispatch_function
         _hooks.dispatch_donated = dispatch_donated
         _hooks.dispatch_operator = call_ufunc
+        _hooks.operator_steps = steps
 
 
 def function_label(func: Any) -> str:

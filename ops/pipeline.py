@@ -192,18 +192,27 @@ def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
     if left and right:
 
         def both(func: Any, x: Any, y: Any) -> DArray:
-            return wrap(func(x._local, y._local), decision, x._spec.mesh)
+            result = func(x._local, y._local)
+            if type(result) is np.ndarray:  # (wrap inline: this is the hottest call)
+                return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
+            return wrap(result, decision, x._spec.mesh)
 
         return both
     if left:
 
         def first(func: Any, x: Any, y: Any) -> DArray:
-            return wrap(func(x._local, y), decision, x._spec.mesh)
+            result = func(x._local, y)
+            if type(result) is np.ndarray:
+                return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
+            return wrap(result, decision, x._spec.mesh)
 
         return first
 
     def second(func: Any, x: Any, y: Any) -> DArray:
-        return wrap(func(x, y._local), decision, y._spec.mesh)
+        result = func(x, y._local)
+        if type(result) is np.ndarray:
+            return DArray(result, decision.result_spec(y._spec.mesh, result.dtype))
+        return wrap(result, decision, y._spec.mesh)
 
     return second
 

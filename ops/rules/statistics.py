@@ -73,10 +73,17 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
         raise UnsupportedError("np.var on DArrays supports axis, dtype, ddof and keepdims")
     mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True)
     deviation = a - mean
-    if deviation.dtype.kind == "c":
-        squared = _squared_magnitude(deviation)
-    else:  # squared in place, as NumPy's var does: the deviations are this call's own
+    if (
+        deviation.dtype.kind != "c"
+        and type(deviation) is DArray
+        and not any(p.is_partial() for p in deviation.placements)
+    ):
+        # Squared in place, as NumPy's var does: the deviations are this call's own.
+        # (Not under dmesh.compile, whose stand-ins record plain calls, nor for partial
+        # terms, whose squares are no terms of the square.)
         squared = np.multiply(deviation, deviation, out=deviation)
+    else:
+        squared = _squared_magnitude(deviation)
     count = max(math.prod(a.shape[d] for d in _axes(a, axis)) - ddof, 0)
     summed = np.sum(squared, axis=axis, dtype=dtype, keepdims=keepdims)
     if count == 0:  # x / 0 is not linear: a zero Partial term would make a NaN of the sum
