@@ -81,7 +81,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
         # Squared in place, as NumPy's var does: the deviations are this call's own.
         # (Not under dmesh.compile, whose stand-ins record plain calls, nor for partial
         # terms, whose squares are no terms of the square.)
-        squared = np.multiply(deviation, deviation, out=deviation)
+        own: Any = deviation  # (dispatched: NumPy's stubs know no DArray out=)
+        squared = np.multiply(own, own, out=own)
     else:
         squared = _squared_magnitude(deviation)
     count = max(math.prod(a.shape[d] for d in _axes(a, axis)) - ddof, 0)
