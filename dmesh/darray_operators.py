@@ -10,7 +10,8 @@ hook directly (``dmesh._hooks.dispatch_operator``: ``ufunc(*inputs)``, what
 ``__array_ufunc__`` reaches for a plain call). Any other operand, or the op
 layer not loaded, takes the mixin's method. ``+ - * / **`` may also reuse a
 temporary operand's block and have their own methods (``dmesh._elision``);
-the in-place forms (``a += b``: ``out=``) stay the mixin's.
+the in-place forms (``a += b``) call the ufunc hook with ``out=(a,)``, as
+NumPy's protocol would.
 """
 
 from __future__ import annotations
@@ -67,6 +68,19 @@ def _reflected(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[A
     return method
 
 
+def _in_place(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``self op= other``: ``ufunc(self, other, out=(self,))``, the ufunc hook's ``out=`` form."""
+
+    def method(self: Any, other: Any) -> Any:
+        dispatch = _hooks.dispatch_ufunc
+        if dispatch is not None and (type(other) is type(self) or type(other) in KEY_SCALARS):
+            return dispatch(ufunc, "__call__", (self, other), {"out": (self,)})
+        return plain(self, other)
+
+    method.__name__, method.__doc__ = plain.__name__, plain.__doc__
+    return method
+
+
 def _unary(ufunc: np.ufunc, plain: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``op self``: ``ufunc(self)``."""
 
@@ -111,3 +125,15 @@ class Operators(NDArrayOperatorsMixin):
     __pos__ = _unary(np.positive, _Mixin.__pos__)
     __abs__ = _unary(np.absolute, _Mixin.__abs__)
     __invert__ = _unary(np.invert, _Mixin.__invert__)
+    __iadd__ = _in_place(np.add, _Mixin.__iadd__)
+    __isub__ = _in_place(np.subtract, _Mixin.__isub__)
+    __imul__ = _in_place(np.multiply, _Mixin.__imul__)
+    __itruediv__ = _in_place(np.true_divide, _Mixin.__itruediv__)
+    __ifloordiv__ = _in_place(np.floor_divide, _Mixin.__ifloordiv__)
+    __imod__ = _in_place(np.remainder, _Mixin.__imod__)
+    __ipow__ = _in_place(np.power, _Mixin.__ipow__)
+    __iand__ = _in_place(np.bitwise_and, _Mixin.__iand__)
+    __ior__ = _in_place(np.bitwise_or, _Mixin.__ior__)
+    __ixor__ = _in_place(np.bitwise_xor, _Mixin.__ixor__)
+    __ilshift__ = _in_place(np.left_shift, _Mixin.__ilshift__)
+    __irshift__ = _in_place(np.right_shift, _Mixin.__irshift__)
