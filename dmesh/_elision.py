@@ -53,7 +53,8 @@ from dmesh import _callers, _hooks, context
 from dmesh.core.scalars import KEY_SCALARS
 
 __all__ = [
-    "ELIDE_BYTES", "active", "binary_method", "reflected_method", "supported", "temporary_refs",
+    "ELIDE_BYTES", "active", "binary_method", "fused_call", "reflected_method", "supported",
+    "temporary_refs",
 ]  # fmt: skip
 
 
@@ -187,6 +188,30 @@ def _block_refs() -> int:
 _BLOCK_REFS = _block_refs()
 
 
+def fused_call(ufunc: np.ufunc, x: Any, y: Any) -> Any:
+    """``ufunc(x, y)`` by the fused closure of a cached plain call that moves nothing
+    (``Step.fast``), or None where there is none or it must not serve now.
+
+    This is the dispatcher's own hot path (``dmesh.ops.dispatch.call_ufunc``),
+    one Python call shorter, for DArray's operators: keyed the same way (a
+    DArray by its spec, a scalar by its type; a stand-in or any other type
+    finds no step), and unused while ``dmesh.compile`` records (it records
+    through the hooks) or a debug tool watches (``_hooks.operator_steps`` is
+    None then). Not for ``np.power``, whose integer check the dispatcher makes.
+    """
+    steps = _hooks.operator_steps
+    if steps is None or _hooks.recorder is not None:
+        return None
+    darray = _hooks.darray_type
+    first, second = type(x), type(y)
+    step = steps.get(
+        (ufunc, x._spec if first is darray else first, y._spec if second is darray else second)
+    )
+    if step is None or step.fast is None:
+        return None
+    return step.fast(ufunc, x, y)
+
+
 def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``__op__`` that may reuse a temporary operand's block as the output, else ``plain``."""
     name = plain.__name__.strip("_")
@@ -216,19 +241,10 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 )
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
-        steps = _hooks.operator_steps
-        if (
-            steps is not None
-            and direct
-            and type(self) is _hooks.darray_type
-            and _hooks.recorder is None  # (dmesh.compile records through the hooks)
-        ):
-            # A cached plain call that moves nothing: its fused closure, as the
-            # dispatcher's own hot path would call it (dmesh.ops.dispatch.call_ufunc).
-            kind = type(other)
-            step = steps.get((ufunc, self._spec, other._spec if kind is type(self) else kind))
-            if step is not None and step.fast is not None:
-                return step.fast(ufunc, self, other)
+        if direct:
+            result = fused_call(ufunc, self, other)
+            if result is not None:
+                return result
         if type(other) is type(self) or type(other) in KEY_SCALARS:
             # Straight to the dispatcher: NumPy's override protocol would pick
             # DArray.__array_ufunc__ anyway, after a microsecond of checks.
@@ -261,17 +277,10 @@ def reflected_method(
             )
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
-        steps = _hooks.operator_steps
-        if (
-            steps is not None
-            and direct
-            and type(self) is _hooks.darray_type
-            and _hooks.recorder is None  # (dmesh.compile records through the hooks)
-        ):
-            kind = type(other)  # (a DArray on the left would have had its own method)
-            step = steps.get((ufunc, kind, self._spec))
-            if step is not None and step.fast is not None:
-                return step.fast(ufunc, other, self)
+        if direct:
+            result = fused_call(ufunc, other, self)
+            if result is not None:
+                return result
         if type(other) in KEY_SCALARS:
             return _hooks.dispatch_operator(ufunc, (other, self))  # type: ignore[misc]
         return plain(self, other)

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from dmesh import _hooks
+from dmesh._elision import fused_call
 from dmesh.core.scalars import KEY_SCALARS
 
 __all__ = ["Operators"]
@@ -34,18 +35,9 @@ def _binary(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any,
     """``self op other``: ``ufunc(self, other)``."""
 
     def method(self: Any, other: Any) -> Any:
-        steps = _hooks.operator_steps
-        if (
-            steps is not None
-            and type(self) is _hooks.darray_type
-            and _hooks.recorder is None  # (dmesh.compile records through the hooks)
-        ):
-            # A cached plain call that moves nothing: its fused closure (as the
-            # dispatcher's own hot path would call it).
-            kind = type(other)
-            step = steps.get((ufunc, self._spec, other._spec if kind is type(self) else kind))
-            if step is not None and step.fast is not None:
-                return step.fast(ufunc, self, other)
+        result = fused_call(ufunc, self, other)  # (a cached call: its fused closure)
+        if result is not None:
+            return result
         dispatch = _hooks.dispatch_operator
         if dispatch is not None and (type(other) is type(self) or type(other) in KEY_SCALARS):
             return dispatch(ufunc, (self, other))

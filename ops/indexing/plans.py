@@ -56,19 +56,10 @@ def _plain_int(v: Any) -> bool:
 
 
 def _plain_item(item: Any) -> Any:
-    """The hashable form of one key item, or NotImplemented."""
-    kind = type(item)
-    if kind is int:
-        return item
-    if kind is slice:
-        start, stop, step = item.start, item.stop, item.step
-        if (
-            (start is None or type(start) is int)
-            and (stop is None or type(stop) is int)
-            and (step is None or type(step) is int)
-        ):
-            return (_SLICE, start, stop, step)
-        fields = (start, stop, step)
+    """The hashable form of a key item :func:`plain_key` does not take inline (NumPy
+    integers, slices of them, ``None``, ``...``), or NotImplemented."""
+    if type(item) is slice:
+        fields = (item.start, item.stop, item.step)
         if all(v is None or _plain_int(v) for v in fields):
             return (_SLICE, *(None if v is None else int(v) for v in fields))
         return NotImplemented
@@ -81,11 +72,9 @@ def _plain_item(item: Any) -> Any:
 
 def plain_key(key: Any) -> Any:
     """A hashable form of a plain basic key; None for any other key."""
-    if type(key) is not tuple:
-        item = _plain_item(key)
-        return None if item is NotImplemented else (item,)
     out = []
-    for item in key:  # the common items inline: this runs on every cached a[key]
+    for item in key if type(key) is tuple else (key,):
+        # Python ints and slices of them inline: this runs on every cached a[key].
         kind = type(item)
         if kind is int:
             out.append(item)
