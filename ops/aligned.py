@@ -272,6 +272,8 @@ def run(
         return None
     received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
     if into is not None:
+        if not np.can_cast(ready.dtype, into.dtype, "same_kind"):
+            return None  # (the general path raises NumPy's casting error on every rank)
         out = into
         operands = _unaliased(operands, into)
     else:

@@ -7,6 +7,7 @@ import itertools
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mpi4py import MPI
@@ -212,3 +213,17 @@ def test_out_and_in_place_with_shifted_operands(
         target_n = centre(wn)
         target_n -= shifted(zn)
     assert_equal_all(comm, w.full_array(), wn)
+
+
+def test_in_place_casting_error_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    # ints += shifted floats: NumPy's same_kind casting error, on every rank (ranks whose
+    # block of the result is empty included), and the ints unchanged.
+    ints = np.arange(12, dtype=np.int64).reshape(6, 2)
+    placements = [Shard(0)] + [Replicate()] * (mesh.ndim - 1)
+    k = dmesh.distribute(ints, mesh, placements)
+    f = dmesh.distribute(ints * 0.5, mesh, placements)
+    target = k[:2]  # 2 rows: at 3-4 ranks some ranks hold none of them
+    for _ in range(2):
+        with pytest.raises(TypeError):  # (NumPy's UFuncTypeError is one)
+            target += f[1:3]
+    assert_equal_all(comm, k.full_array(), ints)
