@@ -88,3 +88,14 @@ def test_pad_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     assert_raises_all(comm, ValueError, np.pad, a, 1, "mean", stat_length=0)
     assert_raises_all(comm, UnsupportedError, np.pad, a, 1, "reflect", reflect_type="odd")
     assert_raises_all(comm, UnsupportedError, np.pad, a, 1, lambda *args: None)
+
+
+def test_pad_value_the_dtype_cannot_hold_raises_everywhere(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    # NumPy raises (NaN into ints, 1000 into int8); so does every rank, also those whose
+    # blocks get no padded cell.
+    rest = [Replicate()] * (mesh.ndim - 1)
+    for data, value, error in [(IX, np.nan, ValueError), (IX.astype(np.int8), 1000, OverflowError)]:
+        a = dmesh.distribute(data, mesh, [Shard(0), *rest])
+        assert_raises_all(comm, error, np.pad, a, ((1, 0), (0, 0)), constant_values=value)

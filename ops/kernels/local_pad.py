@@ -57,6 +57,13 @@ def pad_blocks(x: DArray, widths: Any, mode: str, values: Any) -> DArray | None:
     block = x._local
     xp = array_module(block)
     out = xp.empty(spec.local_shape(coord) if coord is not None else (0,) * x.ndim, x.dtype)
+    if mode == "constant":  # each value converted as NumPy's write converts it, on
+        # every rank (an empty write): a value the dtype cannot hold raises everywhere,
+        # not only on the ranks whose blocks get padded cells
+        for d, (before, after) in enumerate(pairs):
+            for width, value in zip((before, after), values[d]):
+                if width:
+                    out.reshape(-1)[:0] = value
     if coord is None:  # not a member: an empty block of the padded shape
         return DArray(out, spec)
     # Per axis: the cells this rank adds before and after its block, and where it sits.
