@@ -28,7 +28,8 @@ from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
 from dmesh.ops.indexing.views import ViewOf, normalize
 
 __all__ = [
-    "NOWHERE", "Selection", "block_views", "getitem", "plain_key", "scalar_writes", "selection",
+    "NOWHERE", "Selection", "block_views", "getitem", "held_views", "plain_key", "scalar_writes",
+    "selection",
 ]  # fmt: skip
 
 _SLICE = "slice"  # tags a slice's fields in a hashable key (no plain item is a str)
@@ -100,6 +101,10 @@ _selections: dict[tuple[DArraySpec, Any], Selection] = {}
 # (held here, not detached, not mirrored): (spec, plain key) -> (block key,
 # result spec), read first by :func:`getitem`.
 block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec]] = {}
+# The detached selections (an int on a sharded dim, a partial array's) whose
+# elements this rank holds: (spec, plain key) -> (block key, result spec, items,
+# live, owners), the ViewOf they get (dmesh.ops.indexing.views).
+held_views: dict[tuple[DArraySpec, Any], tuple[Any, ...]] = {}
 # Where ``a[key] = x`` writes a scalar into this rank's block, for selections
 # of arrays without partial terms and without mirrored blocks: the block key,
 # or NOWHERE (an empty selection of a block with dims) on a rank that holds
@@ -143,10 +148,13 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
     if len(_selections) >= LIMIT:
         _selections.clear()
         block_views.clear()
+        held_views.clear()
         scalar_writes.clear()
     _selections[cache_key] = found
     if local is not None and not detached and not plan.mirrored:
         block_views[cache_key] = (local, result)
+    if local is not None and detached and not plan.mirrored:
+        held_views[cache_key] = (local, result, items, live, plan.owners)
     if not plan.mirrored and not partial and (local is not None or spec.ndim):
         scalar_writes[cache_key] = local if local is not None else NOWHERE
     return found
@@ -159,14 +167,16 @@ def getitem(a: DArray, key: Any) -> DArray:
         return basic.getitem(a, key)
     spec = a._spec
     block_view = block_views.get((spec, hashable))
-    if (
-        block_view is not None
-        and type(a) is DArray
-        and a._view is None
-        and _hooks.before_block_access is None
-    ):
-        # The common case: a view of this rank's block, nothing else to record.
-        return DArray(a._local[block_view[0]], block_view[1])
+    if type(a) is DArray and a._view is None and _hooks.before_block_access is None:
+        if block_view is not None:
+            # The common case: a view of this rank's block, nothing else to record.
+            return DArray(a._local[block_view[0]], block_view[1])
+        held = held_views.get((spec, hashable))
+        if held is not None:  # a[1] of a row-sharded a, on the rank holding the row
+            local, result_spec, items, live, owners = held
+            result = DArray(a._local[local], result_spec)
+            result._view = ViewOf(a, items, live, True, owners)
+            return result
     plan = selection(spec, key, hashable)
     if plan.mirrored:  # blocks move: the general path
         return basic.getitem(a, key)
