@@ -31,6 +31,12 @@ __all__ = ["Operators"]
 _Mixin = NDArrayOperatorsMixin
 
 
+def _no_other_override(self: Any, other: Any) -> bool:
+    """Whether NumPy's protocol could pick no override but ``self``'s for ``self op other``:
+    ``other`` is of ``self``'s type or a Python or NumPy scalar."""
+    return type(other) is type(self) or type(other) in KEY_SCALARS
+
+
 def _binary(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``self op other``: ``ufunc(self, other)``."""
 
@@ -39,7 +45,7 @@ def _binary(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any,
         if result is not None:
             return result
         dispatch = _hooks.dispatch_operator
-        if dispatch is not None and (type(other) is type(self) or type(other) in KEY_SCALARS):
+        if dispatch is not None and _no_other_override(self, other):
             return dispatch(ufunc, (self, other))
         return plain(self, other)
 
@@ -65,7 +71,7 @@ def _in_place(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[An
 
     def method(self: Any, other: Any) -> Any:
         dispatch = _hooks.dispatch_ufunc
-        if dispatch is not None and (type(other) is type(self) or type(other) in KEY_SCALARS):
+        if dispatch is not None and _no_other_override(self, other):
             return dispatch(ufunc, "__call__", (self, other), {"out": (self,)})
         return plain(self, other)
 
