@@ -75,9 +75,9 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         # computed straight into out's block, no temporary and no copy.
         key = cache_key(ufunc, inputs, {})  # the step cache's own key builder
         step = None if key is None else steps.get(key)
-        if step is not None and step.run is None:
-            step = _laid_out_as(step, inputs, target._spec)
-        if step is not None and step.run is None and step.decision.result == target._spec.layout:
+        if step is not None:  # (a plain ufunc step, its result laid out as out: or None)
+            step = _laid_out_as(step, inputs, target._spec) if step.run is None else None
+        if step is not None:
             block = target.local
             if (
                 step.decision.any_move
