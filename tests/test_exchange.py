@@ -55,6 +55,41 @@ def test_all_to_all_every_axis_pair(comm: MPI.Intracomm, ndim: int, with_sizes: 
             assert_equal_all(comm, result, expected)
 
 
+@pytest.mark.parametrize("async_op", [False, True])
+@pytest.mark.parametrize("uneven", [False, True])
+def test_all_to_all_keeps_the_own_piece_out_of_mpi(
+    comm: MPI.Intracomm, async_op: bool, uneven: bool
+) -> None:
+    """Pieces above SELF_LOCAL_BYTES: each rank's own piece is copied from its
+    input, never sent to itself; the rest arrive by Alltoallv. Every axis
+    pair, equal pieces promised (sizes_agree) and uneven ones, sync and async."""
+    n, rank = comm.Get_size(), comm.Get_rank()
+    rows = C.exchange.SELF_LOCAL_BYTES // 8 + 3  # float64: each piece is over the bound
+    length = n * rows + (n - 1 if uneven else 0)
+    for split_axis, concat_axis in itertools.product(range(2), repeat=2):
+
+        def shape_of(r: int, split_axis: int = split_axis, concat_axis: int = concat_axis) -> Any:
+            shape = [3, 3]
+            shape[split_axis] = length
+            if concat_axis != split_axis:
+                shape[concat_axis] = 3 + (r % 2 if uneven else 0)
+            return tuple(shape)
+
+        inputs = [rank_array(shape_of(r), np.float64, r) for r in range(n)]
+        split = [len(p) for p in np.array_split(np.arange(length), n)]
+        concat = [
+            split[rank] if concat_axis == split_axis else shape_of(q)[concat_axis] for q in range(n)
+        ]
+        got = C.all_to_all(
+            inputs[rank], split_axis, concat_axis, comm, split_sizes=split, concat_sizes=concat,
+            sizes_agree=True, async_op=async_op,
+        )  # fmt: skip
+        if async_op:
+            got = got.wait()
+        expected = all_to_all_reference(inputs, split_axis, concat_axis, rank)
+        assert_equal_all(comm, got, expected)
+
+
 def test_all_to_all_explicit_uneven_split(comm: MPI.Intracomm) -> None:
     n, rank = comm.Get_size(), comm.Get_rank()
     # Every row goes to the last rank; the others receive empty pieces.
