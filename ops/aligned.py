@@ -150,6 +150,23 @@ class Prepared(NamedTuple):
     # is an operand's position (its block), ~slot (received cells), or None (a
     # scalar operand, passed as it is).
     tasks: tuple[tuple[tuple[slice, ...], tuple[tuple[int | None, Any], ...]], ...]
+    local_tasks: int  # how many of the tasks (first) read no received cells
+    # Where the crossing cells are few (a halo, at most KEPT_BYTES): the
+    # messages on buffers kept with the plan (None: made per call).
+    kept: Kept | None
+
+
+class Kept(NamedTuple):
+    """The messages of a :class:`Prepared` exchange, laid out once on buffers kept with it."""
+
+    receives: tuple[tuple[Any, int], ...]  # (its part of the receive buffer, source rank)
+    sends: tuple[tuple[Any, int], ...]  # (its part of the send buffer, destination rank)
+    pack: tuple[tuple[int, tuple[slice, ...], Any], ...]  # (operand, its cells, place in send)
+    received: list[Any]
+
+
+_TAG = 0xA11  # the point-to-point messages of kept exchanges, each complete before run returns
+KEPT_BYTES = 1 << 20  # exchanges moving more than this (per rank) allocate per call
 
 
 def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> Prepared | None:
@@ -209,16 +226,65 @@ def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) 
             else:
                 getters.append((None, i))
         tasks.append((box, tuple(getters)))
+    outgoing = tuple((operand, index) for parts in send_parts for operand, index, _ in parts)
+    send = (send_counts, _starts(send_counts))
+    receive = (receive_counts, _starts(receive_counts))
+    # The tasks that read no received cells first: they run while the messages
+    # travel. (Reordered, the boxes are written all the same: each once, disjoint.)
+    tasks.sort(key=lambda task: any(src is not None and src < 0 for src, _ in task[1]))
+    local_tasks = sum(
+        1 for _, getters in tasks if all(src is None or src >= 0 for src, _ in getters)
+    )
+    kept = None
+    if piecewise.crosses and max(sum(send_counts), sum(receive_counts)) <= KEPT_BYTES:
+        kept = _kept(operands, outgoing, send, receive, incoming)
     return Prepared(
         decision.result.local_shape(coord),
         dtype,
         piecewise.crosses,
-        tuple((operand, index) for parts in send_parts for operand, index, _ in parts),
-        (send_counts, _starts(send_counts)),
-        (receive_counts, _starts(receive_counts)),
+        outgoing,
+        send,
+        receive,
         tuple(incoming),
         tuple(tasks),
+        local_tasks,
+        kept,
     )
+
+
+def _kept(
+    operands: list[Any],
+    outgoing: tuple[tuple[int, tuple[slice, ...]], ...],
+    send: tuple[list[int], list[int]],
+    receive: tuple[list[int], list[int]],
+    incoming: Any,
+) -> Kept:
+    """The messages of an exchange on new buffers (see :class:`Kept`)."""
+    send_buf = np.empty(sum(send[0]), np.uint8)
+    receive_buf = np.empty(sum(receive[0]), np.uint8)
+    pack = []
+    at = 0
+    for operand, index in outgoing:
+        dtype = operands[operand].dtype
+        shape = tuple(s.stop - s.start for s in index)
+        nbytes = math.prod(shape) * dtype.itemsize
+        pack.append((operand, index, send_buf[at : at + nbytes].view(dtype).reshape(shape)))
+        at += nbytes
+    received = [
+        receive_buf[begin : begin + nbytes].view(dtype).reshape(shape)
+        for begin, nbytes, shape, dtype in incoming
+    ]
+    receives = tuple(
+        (receive_buf[start : start + count], rank)
+        for rank, (count, start) in enumerate(zip(*receive))
+        if count
+    )
+    sends = tuple(
+        (send_buf[start : start + count], rank)
+        for rank, (count, start) in enumerate(zip(*send))
+        if count
+    )
+    return Kept(receives, sends, tuple(pack), received)
 
 
 # id(step) -> (step, its Prepared or None): a cached step's operand specs and
@@ -270,17 +336,48 @@ def run(
             _prepared[id(step)] = (step, ready)
     if ready is None:
         return None
-    received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
-    if into is not None:
-        if not np.can_cast(ready.dtype, into.dtype, "same_kind"):
-            return None  # (the general path raises NumPy's casting error on every rank)
-        out = into
-        operands = _unaliased(operands, into)
+    if into is not None and not np.can_cast(ready.dtype, into.dtype, "same_kind"):
+        return None  # (the general path raises NumPy's casting error on every rank)
+    requests: list[MPI.Request] = []
+    tasks = ready.tasks
+    first = len(tasks)
+    if ready.crosses and not tracing.hooked:
+        # Receives posted, crossing cells packed and sent, then the local pieces
+        # while they travel. Every rank takes this path alike (crosses is from
+        # the layouts; a debug tool watches every rank or none).
+        kept = ready.kept or _kept(
+            operands, ready.outgoing, ready.send, ready.receive, ready.incoming
+        )
+        comm = mesh.comm()
+        requests = [comm.Irecv(buf, source, _TAG) for buf, source in kept.receives]
+        for operand, index, place in kept.pack:
+            place[...] = operands[operand]._local[index]
+        requests += [comm.Isend(buf, dest, _TAG) for buf, dest in kept.sends]
+        received = kept.received
+        first = ready.local_tasks
     else:
-        out = _donated(operands, decision, donor, ready.out_shape, ready.dtype)
-        if out is None:
-            out = np.empty(ready.out_shape, ready.dtype)
-    for box, getters in ready.tasks:
+        received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
+    try:
+        if into is not None:
+            out = into
+            operands = _unaliased(operands, into)
+        else:
+            out = _donated(operands, decision, donor, ready.out_shape, ready.dtype)
+            if out is None:
+                out = np.empty(ready.out_shape, ready.dtype)
+        _compute(func, tasks[:first], operands, received, out)
+    finally:
+        if requests:
+            MPI.Request.Waitall(requests)
+    _compute(func, tasks[first:], operands, received, out)
+    return DArray(out, decision.result_spec(mesh, ready.dtype))
+
+
+def _compute(
+    func: np.ufunc, tasks: Any, operands: list[Any], received: list[Any], out: Any
+) -> None:
+    """``func`` over each task's pieces, into its box of ``out``."""
+    for box, getters in tasks:
         args = []
         for source, key in getters:
             if source is None:  # a scalar
@@ -290,7 +387,6 @@ def run(
             else:  # received cells
                 args.append(received[~source][key])
         func(*args, out=out[box])
-    return DArray(out, decision.result_spec(mesh, ready.dtype))
 
 
 def _unaliased(operands: list[Any], into: Any) -> list[Any]:
