@@ -8,10 +8,16 @@ from the operand's own block and a few cells of its neighbours'. Here the
 result block is computed piece by piece instead: it is cut where any moved
 operand's piece changes hands, each piece of the result is the ufunc of the
 operands' pieces (views of their own blocks where the rank holds them, the
-received cells elsewhere), and only the cells that cross ranks travel, in
-one ``Alltoallv`` for all moved operands (their bytes packed together).
-Nothing of a block is copied, so a stencil costs the arithmetic and one
-message round per op, not a copy of each operand.
+received cells elsewhere), and only the cells that cross ranks travel: one
+message per pair of ranks for all moved operands (their bytes packed
+together), point to point on buffers kept with the cached step. The pieces
+that need no received cells are computed while the messages travel, so a
+rank rarely waits for its neighbour. Nothing of a block is copied, so a
+stencil costs the arithmetic and one message round per op, not a copy of
+each operand. (One ``Alltoallv`` per op, made blocking, measured 37 us for
+a row-shifted 256^2 add at 2 ranks against 35 this way and 24 for the same
+add without a halo; a debug tool watching gets the ``Alltoallv`` through
+:func:`dmesh.collectives.all_to_all`.)
 
 Applies to a ufunc call with one output and no keywords whose moved
 operands have the result's shape, no partial placements and moves on the
