@@ -58,7 +58,7 @@ class Step(NamedTuple):
     # One DArray operand that stays in place and a rule's run: steps 2 and 3
     # fused into one closure, ``fast(func, x) -> DArray`` (see :func:`fuse`);
     # or a plain call on two operands that stay in place, ``fast(func, x, y)``
-    # (see :func:`fuse_binary`).
+    # (see :func:`fuse_binary`), or one computed in pieces (:func:`fuse_shifted`).
     fast: Any = None
     # Whether a moving ufunc call may be computed in pieces (``aligned.possible``:
     # from the layouts alone); False skips ``aligned.run``'s checks on every call.
@@ -137,6 +137,11 @@ def prepare(
     piecewise = aligned.possible(decision, specs)
     # (a rule's run may write into a moved operand's block, its own copy)
     views = local_views(decision, specs, mesh) if run is None else None
+    if fast is None and piecewise and views is None and run is None and len(operands) == 2:
+        cell: list[Step] = []
+        step = Step(rule, call, decision, run, fuse_shifted(cell, mesh), piecewise, views)
+        cell.append(step)
+        return operands, mesh, step
     return operands, mesh, Step(rule, call, decision, run, fast, piecewise, views)
 
 
@@ -215,6 +220,23 @@ def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
         return wrap(result, decision, y._spec.mesh)
 
     return second
+
+
+def fuse_shifted(cell: list[Step], mesh: Any) -> Any:
+    """A two-operand ufunc call whose moved operands are computed in pieces (shifted
+    slices: ``Z[2:, 1:-1] + Z[:-2, 1:-1]``), as one closure ``fast(func, x, y)``
+    straight to :func:`aligned.run` under the step in ``cell``; where that does
+    not apply (it says so alike on every rank), :func:`perform` as before."""
+
+    def shifted(func: Any, x: Any, y: Any) -> DArray:
+        step = cell[0]
+        if type(func) is np.ufunc:
+            result = aligned.run(func, step.decision, [x, y], mesh, -1, step)
+            if result is not None:
+                return result
+        return perform(func, step, (x, y), mesh)
+
+    return shifted
 
 
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
