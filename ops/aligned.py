@@ -35,12 +35,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from mpi4py import MPI
 
-import dmesh.collectives as coll
 from dmesh.collectives import tracing
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
+from dmesh.ops import aligned_messages as messages
 from dmesh.ops.propagation import Decision
 
 __all__ = ["Moved", "Piecewise", "Prepared", "plan", "possible", "prepare", "run"]
@@ -159,20 +159,7 @@ class Prepared(NamedTuple):
     local_tasks: int  # how many of the tasks (first) read no received cells
     # Where the crossing cells are few (a halo, at most KEPT_BYTES): the
     # messages on buffers kept with the plan (None: made per call).
-    kept: Kept | None
-
-
-class Kept(NamedTuple):
-    """The messages of a :class:`Prepared` exchange, laid out once on buffers kept with it."""
-
-    receives: tuple[tuple[Any, int], ...]  # (its part of the receive buffer, source rank)
-    sends: tuple[tuple[Any, int], ...]  # (its part of the send buffer, destination rank)
-    pack: tuple[tuple[int, tuple[slice, ...], Any], ...]  # (operand, its cells, place in send)
-    received: list[Any]
-
-
-_TAG = 0xA11  # the point-to-point messages of kept exchanges, each complete before run returns
-KEPT_BYTES = 1 << 20  # exchanges moving more than this (per rank) allocate per call
+    kept: messages.Kept | None
 
 
 def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> Prepared | None:
@@ -242,8 +229,8 @@ def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) 
         1 for _, getters in tasks if all(src is None or src >= 0 for src, _ in getters)
     )
     kept = None
-    if piecewise.crosses and max(sum(send_counts), sum(receive_counts)) <= KEPT_BYTES:
-        kept = _kept(operands, outgoing, send, receive, incoming)
+    if piecewise.crosses and max(sum(send_counts), sum(receive_counts)) <= messages.KEPT_BYTES:
+        kept = messages.kept(operands, outgoing, send, receive, incoming)
     return Prepared(
         decision.result.local_shape(coord),
         dtype,
@@ -256,41 +243,6 @@ def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) 
         local_tasks,
         kept,
     )
-
-
-def _kept(
-    operands: list[Any],
-    outgoing: tuple[tuple[int, tuple[slice, ...]], ...],
-    send: tuple[list[int], list[int]],
-    receive: tuple[list[int], list[int]],
-    incoming: Any,
-) -> Kept:
-    """The messages of an exchange on new buffers (see :class:`Kept`)."""
-    send_buf = np.empty(sum(send[0]), np.uint8)
-    receive_buf = np.empty(sum(receive[0]), np.uint8)
-    pack = []
-    at = 0
-    for operand, index in outgoing:
-        dtype = operands[operand].dtype
-        shape = tuple(s.stop - s.start for s in index)
-        nbytes = math.prod(shape) * dtype.itemsize
-        pack.append((operand, index, send_buf[at : at + nbytes].view(dtype).reshape(shape)))
-        at += nbytes
-    received = [
-        receive_buf[begin : begin + nbytes].view(dtype).reshape(shape)
-        for begin, nbytes, shape, dtype in incoming
-    ]
-    receives = tuple(
-        (receive_buf[start : start + count], rank)
-        for rank, (count, start) in enumerate(zip(*receive))
-        if count
-    )
-    sends = tuple(
-        (send_buf[start : start + count], rank)
-        for rank, (count, start) in enumerate(zip(*send))
-        if count
-    )
-    return Kept(receives, sends, tuple(pack), received)
 
 
 # id(step) -> (step, its Prepared or None): a cached step's operand specs and
@@ -351,18 +303,18 @@ def run(
         # Receives posted, crossing cells packed and sent, then the local pieces
         # while they travel. Every rank takes this path alike (crosses is from
         # the layouts; a debug tool watches every rank or none).
-        kept = ready.kept or _kept(
+        kept = ready.kept or messages.kept(
             operands, ready.outgoing, ready.send, ready.receive, ready.incoming
         )
-        comm = mesh.comm()
-        requests = [comm.Irecv(buf, source, _TAG) for buf, source in kept.receives]
-        for operand, index, place in kept.pack:
-            place[...] = operands[operand]._local[index]
-        requests += [comm.Isend(buf, dest, _TAG) for buf, dest in kept.sends]
+        requests = messages.start(kept, operands, mesh.comm())
         received = kept.received
         first = ready.local_tasks
+    elif ready.crosses:  # a debug tool watches: the Alltoallv it sees
+        received = messages.watched(
+            operands, ready.outgoing, ready.send, ready.receive, ready.incoming, mesh.comm()
+        )
     else:
-        received = _exchange(ready, operands, mesh.comm()) if ready.crosses else []
+        received = []
     try:
         if into is not None:
             out = into
@@ -445,38 +397,6 @@ def _size(index: tuple[slice, ...]) -> int:
 
 def _starts(counts: list[int]) -> list[int]:
     return list(itertools.accumulate(counts, initial=0))[:-1]
-
-
-def _exchange(ready: Prepared, operands: list[Any], comm: Any) -> list[Any]:
-    """The crossing cells of every moved operand in one ``Alltoallv`` of bytes.
-
-    Returns the received pieces, each in its shape, in the order of
-    ``ready.incoming``. Unwatched, the ``Alltoallv`` is made directly on the
-    packed bytes (the counts come from the plan, the same on every rank); a
-    debug tool watching gets it through :func:`dmesh.collectives.all_to_all`.
-    """
-    send_counts, send_displs = ready.send
-    receive_counts, receive_displs = ready.receive
-    send = np.empty(sum(send_counts), np.uint8)
-    at = 0
-    for operand, index in ready.outgoing:  # one copy each, straight into the send buffer
-        part = operands[operand]._local[index]
-        send[at : at + part.nbytes].view(part.dtype).reshape(part.shape)[...] = part
-        at += part.nbytes
-    if tracing.hooked:
-        flat = coll.all_to_all(
-            send, 0, 0, comm, split_sizes=send_counts, concat_sizes=receive_counts
-        )
-    else:
-        flat = np.empty(sum(receive_counts), np.uint8)
-        comm.Alltoallv(
-            [send, (send_counts, send_displs), MPI.BYTE],
-            [flat, (receive_counts, receive_displs), MPI.BYTE],
-        )
-    return [
-        flat[begin : begin + nbytes].view(dtype).reshape(shape)
-        for begin, nbytes, shape, dtype in ready.incoming
-    ]
 
 
 def _broadcast_box(

@@ -43,7 +43,15 @@ pieces with an MPI vector datatype instead of packing them, measured the same
 on a quiet machine (within 4%): ``with_layout`` is good enough. The ``fftn``
 takes about 0.95x the time of mpi4py-fft's ``PFFT`` (FFTW) on the same slab
 decomposition at 128^3 and 0.76x at 256^3, 0.7x of ``PFFT`` with NumPy's FFT
-(medians of alternating batches, ``scripts/bench_fft.py``).
+(medians of alternating batches, ``scripts/bench_fft.py``). At 256^2 (the
+spectral solver of ``scripts/bench_programs.py``, 2 ranks) the transposes
+matter more: with each rank's own piece kept out of MPI
+(:func:`dmesh.collectives.all_to_all`) an ``rfft2`` takes about 200 us and
+an ``irfft2`` 225 us against ``PFFT``'s 255 and 205, and the solver 1.01x
+``PFFT``'s time. FFTW's own local passes are faster than pocketfft's on bare
+buffers (``rfft`` of 128 x 256 float64: 39 us against 50), but through
+mpi4py-fft's wrapper the copies in and out (FFTW wants its own aligned
+buffers; ``irfft`` destroys its input) ate the gain: tried, not kept.
 
 A 1-D array sharded along its only axis (no other axis can take the
 sharding) takes the four-step algorithm instead (``fft``, ``ifft``, ``rfft``,

@@ -1,0 +1,107 @@
+"""The messages of a call computed in pieces (:mod:`dmesh.ops.aligned`): the crossing cells.
+
+Unwatched, every rank posts its receives, packs the cells its neighbours
+need into one buffer and sends each neighbour its part, point to point; the
+caller computes the pieces that need no received cells while they travel,
+then waits (:func:`start`). The buffers, the typed place of each packed part
+and the view of each received piece are made once and kept with the
+prepared step where they are small (:data:`KEPT_BYTES`), else per call
+(:func:`kept`). A debug tool watching sees one ``Alltoallv`` of the packed
+bytes through :func:`dmesh.collectives.all_to_all` (:func:`watched`). Every
+rank takes the same path: whether cells cross comes from the layouts, and a
+debug tool watches every rank or none.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+from mpi4py import MPI
+
+import dmesh.collectives as coll
+
+__all__ = ["KEPT_BYTES", "Kept", "kept", "start", "watched"]
+
+KEPT_BYTES = 1 << 20  # exchanges moving more than this (per rank) allocate per call
+TAG = 0xA11  # the point-to-point messages of these exchanges, each complete before run returns
+
+Parts = tuple[tuple[int, tuple[slice, ...]], ...]  # (operand, its block's cells), packed in order
+Counts = tuple[list[int], list[int]]  # byte counts and displacements per rank
+Incoming = Any  # per received part: (begin, nbytes, shape, dtype) in the receive buffer
+
+
+class Kept(NamedTuple):
+    """The messages of one prepared exchange, laid out on their buffers."""
+
+    receives: tuple[tuple[Any, int], ...]  # (its part of the receive buffer, source rank)
+    sends: tuple[tuple[Any, int], ...]  # (its part of the send buffer, destination rank)
+    pack: tuple[tuple[int, tuple[slice, ...], Any], ...]  # (operand, its cells, place in send)
+    received: list[Any]  # each received part, typed and shaped, in the order of incoming
+
+
+def kept(
+    operands: list[Any], outgoing: Parts, send: Counts, receive: Counts, incoming: Incoming
+) -> Kept:
+    """The messages of an exchange on new buffers (see :class:`Kept`)."""
+    send_buf = np.empty(sum(send[0]), np.uint8)
+    receive_buf = np.empty(sum(receive[0]), np.uint8)
+    pack = []
+    at = 0
+    for operand, index in outgoing:
+        dtype = operands[operand].dtype
+        shape = tuple(s.stop - s.start for s in index)
+        nbytes = math.prod(shape) * dtype.itemsize
+        pack.append((operand, index, send_buf[at : at + nbytes].view(dtype).reshape(shape)))
+        at += nbytes
+    received = [
+        receive_buf[begin : begin + nbytes].view(dtype).reshape(shape)
+        for begin, nbytes, shape, dtype in incoming
+    ]
+    receives = tuple(
+        (receive_buf[start : start + count], rank)
+        for rank, (count, start) in enumerate(zip(*receive))
+        if count
+    )
+    sends = tuple(
+        (send_buf[start : start + count], rank)
+        for rank, (count, start) in enumerate(zip(*send))
+        if count
+    )
+    return Kept(receives, sends, tuple(pack), received)
+
+
+def start(kept: Kept, operands: list[Any], comm: MPI.Intracomm) -> list[MPI.Request]:
+    """Post the receives, pack the crossing cells and send them; the requests to wait for."""
+    requests = [comm.Irecv(buf, source, TAG) for buf, source in kept.receives]
+    for operand, index, place in kept.pack:
+        place[...] = operands[operand]._local[index]
+    requests += [comm.Isend(buf, dest, TAG) for buf, dest in kept.sends]
+    return requests
+
+
+def watched(
+    operands: list[Any],
+    outgoing: Parts,
+    send: Counts,
+    receive: Counts,
+    incoming: Incoming,
+    comm: Any,
+) -> list[Any]:
+    """The crossing cells of every moved operand in one ``Alltoallv`` of bytes, through
+    :func:`dmesh.collectives.all_to_all` (a debug tool watching sees it there).
+
+    Returns the received pieces, each in its shape, in the order of ``incoming``.
+    """
+    buffer = np.empty(sum(send[0]), np.uint8)
+    at = 0
+    for operand, index in outgoing:  # one copy each, straight into the send buffer
+        part = operands[operand]._local[index]
+        buffer[at : at + part.nbytes].view(part.dtype).reshape(part.shape)[...] = part
+        at += part.nbytes
+    flat = coll.all_to_all(buffer, 0, 0, comm, split_sizes=send[0], concat_sizes=receive[0])
+    return [
+        flat[begin : begin + nbytes].view(dtype).reshape(shape)
+        for begin, nbytes, shape, dtype in incoming
+    ]
