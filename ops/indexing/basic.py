@@ -305,9 +305,12 @@ def selection(a: DArray, local_values: Any) -> DArray:
         total = local_values.shape[0]
         layout = Layout(a.mesh.shape, tuple(placements), (total, *rest), (None,) * (1 + len(rest)))
         return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
-    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
-    counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, comm)
-    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
+    if all(a.mesh.shape[m] == 1 for m in mesh_dims):  # one block along dim 0: no message
+        bounds: tuple[int, ...] = (0, local_values.shape[0])
+    else:
+        comm = a.mesh[mesh_dims].comm()  # rank order there is block order
+        counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, comm)
+        bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
     layout = Layout(
         a.mesh.shape, tuple(placements), (bounds[-1], *rest), (bounds,) + (None,) * len(rest)
     )
