@@ -57,6 +57,27 @@ def test_stencils_match_numpy(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
             assert_equal_all(comm, life_neighbours(c).full_array(), life_neighbours(cells))
 
 
+def test_large_moves_make_their_buffers_per_call(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exchanges over KEPT_BYTES keep no buffers with the step: each call makes its own
+    (forced here with a bound of 0), and repeated calls still equal NumPy."""
+    from dmesh.ops import aligned, aligned_messages
+
+    monkeypatch.setattr(aligned_messages, "KEPT_BYTES", 0)
+    aligned._prepared.clear()
+    data = field((9, 7))
+    for placements in layouts(mesh):
+        z = dmesh.distribute(data, mesh, placements)
+        for _ in range(2):  # the second call runs the cached step
+            assert_equal_all(comm, stencil(z).full_array(), stencil(data))
+    kept = [entry[1].kept for entry in aligned._prepared.values() if entry[1] is not None]
+    # (a rank that sends and receives nothing keeps its empty message lists)
+    moving = [k for k in kept if k is not None and (k.sends or k.receives)]
+    assert_all(comm, not moving, "a step kept its buffers")
+    aligned._prepared.clear()
+
+
 def test_mixed_dtypes_scalars_and_broadcasts(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     data = field((8, 6), np.float32)
     ints = np.arange(48, dtype=np.int16).reshape(8, 6)

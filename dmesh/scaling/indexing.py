@@ -185,10 +185,11 @@ def setitem(
 
 
 def _select_counts(layout: Layout) -> list[Traffic]:
-    """The ``all_gather`` of one count over the mesh dims sharding dim 0 (``basic.selection``)."""
+    """The ``all_gather`` of one count over the mesh dims sharding dim 0 (``basic.selection``);
+    none where those dims hold one rank in all (a single block along dim 0)."""
     dims = sharding_mesh_dims(layout.placements, 0)
     k = math.prod(layout.mesh_shape[m] for m in dims)
-    calls = (Call("all_gather", k, 8, 8 * k),) if dims else ()
+    calls = (Call("all_gather", k, 8, 8 * k),) if k > 1 else ()
     return per_rank(layout.mesh_shape, lambda coord: calls)
 
 

@@ -340,18 +340,22 @@ def arg_extreme(mesh_shape: Sequence[int], shape: Sequence[int], itemsize: int,
                 nan_check: bool = False) -> list[Traffic]:  # fmt: skip
     """``np.argmax``/``argmin`` (and ``max``/``min`` of complex data): (value, index) candidates.
 
-    For each mesh dim that shards the reduced axis (in mesh-dim order, size-1
-    dims included), two ``all_gather`` s over its ``p_m`` ranks: the values
+    For each mesh dim of more than one rank that shards the reduced axis (in
+    mesh-dim order), two ``all_gather`` s over its ``p_m`` ranks: the values
     (``c s`` bytes in, ``p_m c s`` out) and their int64 indices (``8 c`` in,
     ``8 p_m c`` out), ``c`` the candidates per rank (1 for ``axis=None``, else
     the block's elements off the axis). ``itemsize`` is the data's. The
-    result is replicated there: ``int()`` sends nothing more.
+    result is replicated there: ``int()`` sends nothing more. Where no such
+    mesh dim exists, each block holds the reduced dims whole and nothing is
+    sent.
     ``nan_check`` (``nanargmax``/``nanargmin`` of floats, ``axis=None``) adds
     the all-NaN test first: one ``all_reduce`` of 1 byte per partial mesh dim.
     """
     src = _source(mesh_shape, shape, placements)
     reduced = tuple(range(len(shape))) if axis is None else (axis % len(shape),)
-    dims = sorted({m for d in reduced for m in sharding_mesh_dims(src.placements, d)})
+    dims = sorted(
+        {m for d in reduced for m in sharding_mesh_dims(src.placements, d) if mesh_shape[m] > 1}
+    )
     mask = reduced_layout(src, reduced, False, "min")
     mask_target = elementwise_targets([(mask, 1)])[1][0] if nan_check else mask
 

@@ -81,8 +81,11 @@ def _along(
     spec = DArraySpec(mesh, result, dtype)
     if mesh.coordinate is None:
         return DArray(np.empty(spec.local_shape(), dtype), spec)
-    gathered = sorted({m for d in reduced for m in sharding_mesh_dims(layout.placements, d)})
-    if not want_values and all(mesh.shape[m] == 1 for m in gathered):
+    # The mesh dims whose ranks hold parts of the reduced dims (one rank: nothing to gather).
+    gathered = sorted(
+        {m for d in reduced for m in sharding_mesh_dims(layout.placements, d) if mesh.shape[m] > 1}
+    )
+    if not want_values and not gathered:
         # Every block holds the reduced dims whole: NumPy's own answer on the
         # block is the global one (k-means' d2.argmin(axis=1) on a row-sharded d2).
         block = np.asarray(a.local)
