@@ -186,16 +186,26 @@ def test_round_trips_need_no_redistribution(
 
 
 def _count_moves(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Record every layout change the FFT makes (``DArray.with_layout`` that moves data)."""
+    """Record every layout change the FFT makes: a ``DArray.with_layout`` that moves data, or
+    a transpose's planned steps run on the block (``ops/kernels/fft.py``'s ``run_steps``)."""
+    from dmesh.ops.kernels import fft as fft_kernel
+
     moves: list[Any] = []
     original = dmesh.DArray.with_layout
+    original_steps = fft_kernel.run_steps
 
     def counting(self: dmesh.DArray, layout: Layout) -> dmesh.DArray:
         if layout != self.spec.layout:
             moves.append(layout.placements)
         return original(self, layout)
 
+    def counting_steps(local: Any, steps: Any, mesh: Any, dst_mesh: Any) -> Any:
+        if steps:
+            moves.append(steps)
+        return original_steps(local, steps, mesh, dst_mesh)
+
     monkeypatch.setattr(dmesh.DArray, "with_layout", counting)
+    monkeypatch.setattr(fft_kernel, "run_steps", counting_steps)
     return moves
 
 
