@@ -137,9 +137,12 @@ def prepare(
     piecewise = aligned.possible(decision, specs)
     # (a rule's run may write into a moved operand's block, its own copy)
     views = local_views(decision, specs, mesh) if run is None else None
-    if fast is None and piecewise and views is None and run is None and len(operands) == 2:
+    if fast is None and run is None and len(operands) == 2 and (views is not None or piecewise):
+        # Moving operands, but cheaply: crops of the blocks (a replicated operand
+        # against a sharded one) or pieces of shifted slices, also one closure.
         cell: list[Step] = []
-        step = Step(rule, call, decision, run, fuse_shifted(cell, mesh), piecewise, views)
+        fused = fuse_viewed(cell, mesh) if views is not None else fuse_shifted(cell, mesh)
+        step = Step(rule, call, decision, run, fused, piecewise, views)
         cell.append(step)
         return operands, mesh, step
     return operands, mesh, Step(rule, call, decision, run, fast, piecewise, views)
@@ -237,6 +240,29 @@ def fuse_shifted(cell: list[Step], mesh: Any) -> Any:
         return perform(func, step, (x, y), mesh)
 
     return shifted
+
+
+def fuse_viewed(cell: list[Step], mesh: Any) -> Any:
+    """A two-operand ufunc call whose every move is a crop of the rank's own block
+    (``1j * ky * w_hat``: a replicated row against a column-sharded spectrum), as one
+    closure ``fast(func, x, y)`` reading views (:func:`perform`'s first branch); a
+    debug tool watching takes :func:`perform`, which shows it the moves."""
+
+    def viewed(func: Any, x: Any, y: Any) -> DArray:
+        step = cell[0]
+        if tracing.hooked:
+            return perform(func, step, (x, y), mesh)
+        left, right = step.views  # type: ignore[misc]
+        if type(x) is DArray:
+            x = x._local if left is None else x._local[left]
+        if type(y) is DArray:
+            y = y._local if right is None else y._local[right]
+        result = func(x, y)
+        if type(result) is np.ndarray:
+            return DArray(result, step.decision.result_spec(mesh, result.dtype))
+        return wrap(result, step.decision, mesh)
+
+    return viewed
 
 
 def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
