@@ -49,9 +49,12 @@ matter more: with each rank's own piece kept out of MPI
 (:func:`dmesh.collectives.all_to_all`) an ``rfft2`` takes about 200 us and
 an ``irfft2`` 225 us against ``PFFT``'s 255 and 205, and the solver 1.01x
 ``PFFT``'s time. FFTW's own local passes are faster than pocketfft's on bare
-buffers (``rfft`` of 128 x 256 float64: 39 us against 50), but through
-mpi4py-fft's wrapper the copies in and out (FFTW wants its own aligned
-buffers; ``irfft`` destroys its input) ate the gain: tried, not kept.
+buffers (``rfft`` of 128 x 256 float64: 39 us against 50), so local passes
+through mpi4py-fft's FFTW wrapper were tried (``FFTW_ESTIMATE`` plans, for
+the same bits on every rank; aligned results; the caller's block copied in
+where misaligned; NumPy's scaling in one more pass): in the solver's
+transforms at 2 ranks, 4 ``irfft2`` and an ``rfft2`` took 1.31-1.36 ms
+against 1.12 with pocketfft and 1.09-1.17 for ``PFFT``. Not kept.
 
 A 1-D array sharded along its only axis (no other axis can take the
 sharding) takes the four-step algorithm instead (``fft``, ``ifft``, ``rfft``,
