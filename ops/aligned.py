@@ -41,6 +41,7 @@ from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
 from dmesh.ops import aligned_messages as messages
+from dmesh.ops.aligned_messages import Kept
 from dmesh.ops.propagation import Decision
 
 __all__ = ["Moved", "Piecewise", "Prepared", "plan", "possible", "prepare", "run"]
@@ -159,7 +160,7 @@ class Prepared(NamedTuple):
     local_tasks: int  # how many of the tasks (first) read no received cells
     # Where the crossing cells are few (a halo, at most KEPT_BYTES): the
     # messages on buffers kept with the plan (None: made per call).
-    kept: messages.Kept | None
+    kept: Kept | None
 
 
 def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) -> Prepared | None:

@@ -5,7 +5,7 @@ need into one buffer and sends each neighbour its part, point to point; the
 caller computes the pieces that need no received cells while they travel,
 then waits (:func:`start`). The buffers, the typed place of each packed part
 and the view of each received piece are made once and kept with the
-prepared step where they are small (:data:`KEPT_BYTES`), else per call
+prepared step where they are small (``KEPT_BYTES``, 1 MiB), else per call
 (:func:`kept`). A debug tool watching sees one ``Alltoallv`` of the packed
 bytes through :func:`dmesh.collectives.all_to_all` (:func:`watched`). Every
 rank takes the same path: whether cells cross comes from the layouts, and a
