@@ -148,9 +148,9 @@ class Prepared(NamedTuple):
 
     out_shape: tuple[int, ...]
     dtype: Any  # the result's
-    crosses: bool  # whether the Alltoallv is made (the same on every rank)
+    crosses: bool  # whether any cell crosses ranks, so messages are sent (alike on every rank)
     outgoing: tuple[tuple[int, tuple[slice, ...]], ...]  # (operand, its block's cells), packed
-    send: tuple[list[int], list[int]]  # Alltoallv byte counts and displacements
+    send: tuple[list[int], list[int]]  # byte counts and displacements, per rank
     receive: tuple[list[int], list[int]]
     incoming: tuple[tuple[int, int, tuple[int, ...], Any], ...]  # (begin, nbytes, shape, dtype)
     # Per box of the result block: (box, per operand (source, key)); the source
