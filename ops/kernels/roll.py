@@ -7,8 +7,11 @@ transfer between re-based views of the one layout
 alone), so every rank knows which rows it keeps, which it sends and which it
 receives. The result keeps the input's block boundaries: a rank copies the
 rows it keeps straight into its new block, and the rows that change holder
-(``s`` rows per block boundary for a small shift) travel in one
-``Alltoallv`` for both moves. Joining the two slices instead
+(``s`` rows per block boundary for a small shift) travel in one message per
+pair of ranks for both moves, point to point on a host mesh and sent
+before the kept rows are copied, so that the copy (most of the block) hides
+the message and the neighbour's lag (one ``Alltoallv`` after the copy
+where a debug tool watches, or for device blocks). Joining the two slices instead
 (:func:`dmesh.ops.kernels.joins.join`) moves each slice into place (one
 message and one copy each) and then concatenates (a third copy).
 """
@@ -20,8 +23,10 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
+from mpi4py import MPI
 
 import dmesh.collectives as coll
+from dmesh.collectives import tracing
 from dmesh.collectives.device import array_module
 from dmesh.core.layout import Layout
 from dmesh.core.transfers import transfer_pieces
@@ -112,9 +117,12 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
     comm = mesh.comm()
     plan = roll_plan(layout, shift, axis, comm.Get_size(), comm.Get_rank())
     out = xp.empty(layout.local_shape(mesh.coordinate), a.dtype)
+    if plan.crosses and mesh.device == "cpu" and not tracing.hooked:
+        _overlapped(plan, block, out, comm)
+        return DArray(out, a._spec)
     for source, target in plan.kept:
         out[target] = block[source]
-    if plan.crosses:
+    if plan.crosses:  # (a debug tool watching sees the all_to_all; device blocks stage)
         nranks = comm.Get_size()
         send_counts = [0] * nranks
         receive_counts = [0] * nranks
@@ -137,6 +145,48 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
             out[index] = flat[at : at + math.prod(shape)].reshape(shape)
             at += math.prod(shape)
     return DArray(out, a._spec)
+
+
+_TAG = 0xA12  # roll's point-to-point messages, each complete before roll_blocks returns
+
+
+def _overlapped(plan: RollPlan, block: np.ndarray, out: np.ndarray, comm: MPI.Intracomm) -> None:
+    """The crossing rows point to point, one message per pair of ranks, while the kept rows
+    (most of the block) are copied: a rank rarely waits for its neighbour's rows."""
+    receives = _grouped(plan.receives, block.dtype)
+    sends = _grouped(plan.sends, block.dtype)
+    requests = [comm.Irecv(buffer, rank, _TAG) for rank, (buffer, _) in receives.items()]
+    for rank, (buffer, parts) in sends.items():
+        at = 0
+        for index in parts:  # each receiver's parts in plan order, as it unpacks them
+            part = block[index]
+            buffer[at : at + part.size].reshape(part.shape)[...] = part
+            at += part.size
+        requests.append(comm.Isend(buffer, rank, _TAG))
+    try:
+        for source, target in plan.kept:
+            out[target] = block[source]
+    finally:
+        MPI.Request.Waitall(requests)
+    for buffer, parts in receives.values():
+        at = 0
+        for index in parts:
+            shape = tuple(s.stop - s.start for s in index)
+            out[index] = buffer[at : at + math.prod(shape)].reshape(shape)
+            at += math.prod(shape)
+
+
+def _grouped(
+    moves: tuple[tuple[int, Slices], ...], dtype: np.dtype
+) -> dict[int, tuple[np.ndarray, list[Slices]]]:
+    """Per peer rank (in rank order): one buffer for all its parts, and the parts in order."""
+    parts: dict[int, list[Slices]] = {}
+    for rank, index in moves:
+        parts.setdefault(rank, []).append(index)
+    return {
+        rank: (np.empty(sum(_count(i) for i in indices), dtype), indices)
+        for rank, indices in parts.items()
+    }
 
 
 def _count(index: Slices) -> int:
