@@ -70,3 +70,17 @@ def test_roll_of_partial_terms(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> N
         for shift, axis in [(2, 0), (-1, 1), (7, 0)]:
             got = np.roll(a, shift, axis)
             assert_equal_all(comm, got.full_array(), np.roll(data, shift, axis))
+
+
+def test_roll_moves_every_dtype_as_bytes(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """The crossing rows travel as bytes: float16, bool, int8 and complex alike."""
+    base = np.arange(7 * 3).reshape(7, 3)
+    for whole in (
+        base.astype(np.float16),
+        base % 2 == 0,
+        base.astype(np.int8) - 9,
+        base * (1 + 2j),
+    ):
+        a = dmesh.distribute(whole, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+        for shift in (1, -2):
+            assert_equal_all(comm, np.roll(a, shift, 0).full_array(), np.roll(whole, shift, 0))

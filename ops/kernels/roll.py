@@ -155,14 +155,15 @@ def _overlapped(plan: RollPlan, block: np.ndarray, out: np.ndarray, comm: MPI.In
     (most of the block) are copied: a rank rarely waits for its neighbour's rows."""
     receives = _grouped(plan.receives, block.dtype)
     sends = _grouped(plan.sends, block.dtype)
-    requests = [comm.Irecv(buffer, rank, _TAG) for rank, (buffer, _) in receives.items()]
+    # (as bytes: any dtype a block may have, float16 and records included)
+    requests = [comm.Irecv(buf.view(np.uint8), rank, _TAG) for rank, (buf, _) in receives.items()]
     for rank, (buffer, parts) in sends.items():
         at = 0
         for index in parts:  # each receiver's parts in plan order, as it unpacks them
             part = block[index]
             buffer[at : at + part.size].reshape(part.shape)[...] = part
             at += part.size
-        requests.append(comm.Isend(buffer, rank, _TAG))
+        requests.append(comm.Isend(buffer.view(np.uint8), rank, _TAG))
     try:
         for source, target in plan.kept:
             out[target] = block[source]
