@@ -36,12 +36,13 @@ import numpy as np
 from mpi4py import MPI
 
 from dmesh.collectives import tracing
+from dmesh.collectives.blocks import offsets_of
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 from dmesh.core.transfers import transfer_crosses, transfer_plan
 from dmesh.darray import DArray
-from dmesh.ops import aligned_messages as messages
-from dmesh.ops.aligned_messages import Kept
+from dmesh.ops import halo_messages as messages
+from dmesh.ops.halo_messages import Kept
 from dmesh.ops.propagation import Decision
 
 __all__ = ["Moved", "Piecewise", "Prepared", "plan", "possible", "prepare", "run"]
@@ -221,8 +222,8 @@ def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) 
                 getters.append((None, i))
         tasks.append((box, tuple(getters)))
     outgoing = tuple((operand, index) for parts in send_parts for operand, index, _ in parts)
-    send = (send_counts, _starts(send_counts))
-    receive = (receive_counts, _starts(receive_counts))
+    send = (send_counts, offsets_of(send_counts))
+    receive = (receive_counts, offsets_of(receive_counts))
     # The tasks that read no received cells first: they run while the messages
     # travel. (Reordered, the boxes are written all the same: each once, disjoint.)
     tasks.sort(key=lambda task: any(src is not None and src < 0 for src, _ in task[1]))
@@ -394,10 +395,6 @@ def _fits(x: Layout, result: Layout) -> bool:
 
 def _size(index: tuple[slice, ...]) -> int:
     return math.prod(s.stop - s.start for s in index)
-
-
-def _starts(counts: list[int]) -> list[int]:
-    return list(itertools.accumulate(counts, initial=0))[:-1]
 
 
 def _broadcast_box(

@@ -62,9 +62,9 @@ def test_large_moves_make_their_buffers_per_call(
 ) -> None:
     """Exchanges over KEPT_BYTES keep no buffers with the step: each call makes its own
     (forced here with a bound of 0), and repeated calls still equal NumPy."""
-    from dmesh.ops import aligned, aligned_messages
+    from dmesh.ops import aligned, halo_messages
 
-    monkeypatch.setattr(aligned_messages, "KEPT_BYTES", 0)
+    monkeypatch.setattr(halo_messages, "KEPT_BYTES", 0)
     aligned._prepared.clear()
     data = field((9, 7))
     for placements in layouts(mesh):

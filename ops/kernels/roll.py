@@ -8,10 +8,11 @@ alone), so every rank knows which rows it keeps, which it sends and which it
 receives. The result keeps the input's block boundaries: a rank copies the
 rows it keeps straight into its new block, and the rows that change holder
 (``s`` rows per block boundary for a small shift) travel in one message per
-pair of ranks for both moves, point to point on a host mesh and sent
-before the kept rows are copied, so that the copy (most of the block) hides
-the message and the neighbour's lag (one ``Alltoallv`` after the copy
-where a debug tool watches, or for device blocks). Joining the two slices instead
+pair of ranks for both moves: on a host mesh point to point
+(:mod:`dmesh.ops.halo_messages`, as shifted-slice ops send theirs), sent
+before the kept rows are copied so that the copy (most of the block) hides
+the message and the neighbour's lag; one ``all_to_all`` after the copy
+where a debug tool watches, or for device blocks. Joining the two slices instead
 (:func:`dmesh.ops.kernels.joins.join`) moves each slice into place (one
 message and one copy each) and then concatenates (a third copy).
 """
@@ -27,10 +28,12 @@ from mpi4py import MPI
 
 import dmesh.collectives as coll
 from dmesh.collectives import tracing
+from dmesh.collectives.blocks import offsets_of
 from dmesh.collectives.device import array_module
 from dmesh.core.layout import Layout
 from dmesh.core.transfers import transfer_pieces
 from dmesh.darray import DArray
+from dmesh.ops import halo_messages as messages
 
 __all__ = ["RollPlan", "roll_blocks", "roll_plan"]
 
@@ -117,77 +120,78 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
     comm = mesh.comm()
     plan = roll_plan(layout, shift, axis, comm.Get_size(), comm.Get_rank())
     out = xp.empty(layout.local_shape(mesh.coordinate), a.dtype)
-    if plan.crosses and mesh.device == "cpu" and not tracing.hooked:
-        _overlapped(plan, block, out, comm)
-        return DArray(out, a._spec)
-    for source, target in plan.kept:
-        out[target] = block[source]
-    if plan.crosses:  # (a debug tool watching sees the all_to_all; device blocks stage)
-        nranks = comm.Get_size()
-        send_counts = [0] * nranks
-        receive_counts = [0] * nranks
-        for rank, index in plan.sends:
-            send_counts[rank] += _count(index)
-        for rank, index in plan.receives:
-            receive_counts[rank] += _count(index)
-        send = xp.empty(sum(send_counts), a.dtype)
-        at = 0
-        for _, index in plan.sends:  # in receiver order, each move in plan order
-            part = block[index]
-            send[at : at + part.size].reshape(part.shape)[...] = part
-            at += part.size
-        flat = coll.all_to_all(
-            send, 0, 0, comm, split_sizes=send_counts, concat_sizes=receive_counts
-        )
-        at = 0
-        for _, index in plan.receives:  # in sender order, as all_to_all concatenates
-            shape = tuple(s.stop - s.start for s in index)
-            out[index] = flat[at : at + math.prod(shape)].reshape(shape)
-            at += math.prod(shape)
+    if not plan.crosses:
+        _copy_kept(plan, block, out)
+    elif mesh.device == "cpu":
+        outgoing, send, receive, incoming = _messages(plan, a.dtype, comm.Get_size())
+        if tracing.hooked:  # a debug tool watching sees one all_to_all
+            _copy_kept(plan, block, out)
+            received = messages.watched([a], outgoing, send, receive, incoming, comm)
+        else:  # the crossing rows sent first: the copy of the kept rows hides them
+            kept = messages.kept([a], outgoing, send, receive, incoming)
+            requests = messages.start(kept, [a], comm)
+            try:
+                _copy_kept(plan, block, out)
+            finally:
+                MPI.Request.Waitall(requests)
+            received = kept.received
+        for (_, index), cells in zip(plan.receives, received):
+            out[index] = cells
+    else:  # device blocks: one all_to_all of elements (the collectives stage them)
+        _copy_kept(plan, block, out)
+        _device_exchange(plan, block, out, comm)
     return DArray(out, a._spec)
 
 
-_TAG = 0xA12  # roll's point-to-point messages, each complete before roll_blocks returns
+def _copy_kept(plan: RollPlan, block: Any, out: Any) -> None:
+    for source, target in plan.kept:
+        out[target] = block[source]
 
 
-def _overlapped(plan: RollPlan, block: np.ndarray, out: np.ndarray, comm: MPI.Intracomm) -> None:
-    """The crossing rows point to point, one message per pair of ranks, while the kept rows
-    (most of the block) are copied: a rank rarely waits for its neighbour's rows."""
-    receives = _grouped(plan.receives, block.dtype)
-    sends = _grouped(plan.sends, block.dtype)
-    # (as bytes: any dtype a block may have, float16 and records included)
-    requests = [comm.Irecv(buf.view(np.uint8), rank, _TAG) for rank, (buf, _) in receives.items()]
-    for rank, (buffer, parts) in sends.items():
-        at = 0
-        for index in parts:  # each receiver's parts in plan order, as it unpacks them
-            part = block[index]
-            buffer[at : at + part.size].reshape(part.shape)[...] = part
-            at += part.size
-        requests.append(comm.Isend(buffer.view(np.uint8), rank, _TAG))
-    try:
-        for source, target in plan.kept:
-            out[target] = block[source]
-    finally:
-        MPI.Request.Waitall(requests)
-    for buffer, parts in receives.values():
-        at = 0
-        for index in parts:
-            shape = tuple(s.stop - s.start for s in index)
-            out[index] = buffer[at : at + math.prod(shape)].reshape(shape)
-            at += math.prod(shape)
+def _messages(plan: RollPlan, dtype: np.dtype, nranks: int) -> tuple[Any, Any, Any, Any]:
+    """The roll's crossing rows as :mod:`dmesh.ops.halo_messages` takes them: the cells
+    sent (of the one operand, in receiver order), byte counts and displacements per
+    rank, and where each received part lies (in sender order)."""
+    item = dtype.itemsize
+    send_counts = [0] * nranks
+    receive_counts = [0] * nranks
+    for rank, index in plan.sends:
+        send_counts[rank] += _count(index) * item
+    incoming = []
+    at = 0
+    for rank, index in plan.receives:
+        shape = tuple(s.stop - s.start for s in index)
+        nbytes = math.prod(shape) * item
+        receive_counts[rank] += nbytes
+        incoming.append((at, nbytes, shape, dtype))
+        at += nbytes
+    outgoing = tuple((0, index) for _, index in plan.sends)
+    send = (send_counts, offsets_of(send_counts))
+    return outgoing, send, (receive_counts, offsets_of(receive_counts)), incoming
 
 
-def _grouped(
-    moves: tuple[tuple[int, Slices], ...], dtype: np.dtype
-) -> dict[int, tuple[np.ndarray, list[Slices]]]:
-    """Per peer rank (in rank order): one buffer for all its parts, and the parts in order."""
-    parts: dict[int, list[Slices]] = {}
-    for rank, index in moves:
-        parts.setdefault(rank, []).append(index)
-    return {
-        rank: (np.empty(sum(_count(i) for i in indices), dtype), indices)
-        for rank, indices in parts.items()
-    }
+def _device_exchange(plan: RollPlan, block: Any, out: Any, comm: MPI.Intracomm) -> None:
+    """The crossing rows of device blocks in one ``all_to_all`` of elements."""
+    xp = array_module(block)
+    nranks = comm.Get_size()
+    send_counts = [0] * nranks
+    receive_counts = [0] * nranks
+    for rank, index in plan.sends:
+        send_counts[rank] += _count(index)
+    for rank, index in plan.receives:
+        receive_counts[rank] += _count(index)
+    send = xp.empty(sum(send_counts), block.dtype)
+    at = 0
+    for _, index in plan.sends:  # in receiver order, each move in plan order
+        part = block[index]
+        send[at : at + part.size].reshape(part.shape)[...] = part
+        at += part.size
+    flat = coll.all_to_all(send, 0, 0, comm, split_sizes=send_counts, concat_sizes=receive_counts)
+    at = 0
+    for _, index in plan.receives:  # in sender order, as all_to_all concatenates
+        shape = tuple(s.stop - s.start for s in index)
+        out[index] = flat[at : at + math.prod(shape)].reshape(shape)
+        at += math.prod(shape)
 
 
 def _count(index: Slices) -> int:

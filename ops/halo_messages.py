@@ -1,13 +1,15 @@
-"""The messages of a call computed in pieces (:mod:`dmesh.ops.aligned`): the crossing cells.
+"""The cells that cross ranks in a shifted-slice op (:mod:`dmesh.ops.aligned`) or a roll
+along a sharded axis (``ops/kernels/roll.py``): packed, sent, received.
 
 Unwatched, every rank posts its receives, packs the cells its neighbours
 need into one buffer and sends each neighbour its part, point to point; the
-caller computes the pieces that need no received cells while they travel,
-then waits (:func:`start`). The buffers, the typed place of each packed part
-and the view of each received piece are made once and kept with the
-prepared step where they are small (``KEPT_BYTES``, 1 MiB), else per call
-(:func:`kept`). A debug tool watching sees one ``Alltoallv`` of the packed
-bytes through :func:`dmesh.collectives.all_to_all` (:func:`watched`). Every
+caller does its local work (the pieces that need no received cells, the
+rows it keeps) while they travel, then waits (:func:`start`). The buffers,
+the typed place of each packed part and the view of each received piece
+(:func:`kept`) are made per call, or once and kept with a shifted-slice op's
+prepared step where they are small (``KEPT_BYTES``, 1 MiB). A debug tool
+watching sees one ``Alltoallv`` of the packed bytes through
+:func:`dmesh.collectives.all_to_all` (:func:`watched`). Every
 rank takes the same path: whether cells cross comes from the layouts, and a
 debug tool watches every rank or none.
 """
@@ -25,7 +27,7 @@ import dmesh.collectives as coll
 __all__ = ["KEPT_BYTES", "Kept", "kept", "start", "watched"]
 
 KEPT_BYTES = 1 << 20  # exchanges moving more than this (per rank) allocate per call
-TAG = 0xA11  # the point-to-point messages of these exchanges, each complete before run returns
+TAG = 0xA11  # the point-to-point messages of these exchanges, each complete before its op returns
 
 Parts = tuple[tuple[int, tuple[slice, ...]], ...]  # (operand, its block's cells), packed in order
 Counts = tuple[list[int], list[int]]  # byte counts and displacements per rank
@@ -44,7 +46,10 @@ class Kept(NamedTuple):
 def kept(
     operands: list[Any], outgoing: Parts, send: Counts, receive: Counts, incoming: Incoming
 ) -> Kept:
-    """The messages of an exchange on new buffers (see :class:`Kept`)."""
+    """The messages of an exchange on new buffers (see :class:`Kept`): ``outgoing`` names
+    the cells of the DArrays in ``operands`` to send, in rank order; ``send`` and
+    ``receive`` the byte counts and displacements per rank; ``incoming`` where each
+    received part lies in the receive buffer."""
     send_buf = np.empty(sum(send[0]), np.uint8)
     receive_buf = np.empty(sum(receive[0]), np.uint8)
     pack = []
