@@ -42,10 +42,9 @@ __all__ = ["SELF_LOCAL_BYTES", "all_to_all", "permute"]
 SELF_LOCAL_BYTES = 8192
 
 
-def _pack_pieces(
-    x: Any, split_axis: int, pieces: tuple[int, ...], skip: int | None, xp: Any
-) -> Any:
-    """One flat buffer holding piece p of ``x`` (along ``split_axis``), each in C order.
+def _pack_pieces(x: Any, split_axis: int, views: list[Any], skip: int | None, xp: Any) -> Any:
+    """One flat buffer holding piece p of ``x`` (``views[p]``, along ``split_axis``), each
+    in C order.
 
     Pieces along axis 0 of a C-contiguous array already lie one after the
     other: ``x`` itself is the buffer, no copy (piece ``skip`` is in it, and
@@ -54,7 +53,6 @@ def _pack_pieces(
     """
     if split_axis == 0:
         return xp.ascontiguousarray(x).reshape(-1)
-    views = _split(x, split_axis, pieces)
     buf = xp.empty(x.size - (0 if skip is None else views[skip].size), dtype=x.dtype)
     offset = 0
     for source, view in enumerate(views):
@@ -213,7 +211,11 @@ def all_to_all(
     if equal_pieces(sizes_agree, pieces, incoming) and x.nbytes < SELF_LOCAL_BYTES * nranks:
         # Small equal pieces: the plain call, which MPICH tunes better (the
         # same choice on every rank: sizes_agree, so every x has this size).
-        send = transport.outgoing(_pack_pieces(x, split_axis, pieces, None, xp))
+        send = transport.outgoing(
+            _pack_pieces(
+                x, split_axis, _split(x, split_axis, pieces) if split_axis else [], None, xp
+            )
+        )
         recv = transport.empty((sum(recv_counts),), x.dtype)
         return complete(
             async_op,
@@ -227,12 +229,13 @@ def all_to_all(
     # it is copied straight from x into place. Sending it to oneself costs
     # as much as sending it to another rank (a 256 x 129 complex transpose
     # on 2 ranks: 48 us with it, 26 without).
-    own = _split(x, split_axis, pieces)[rank]
+    views = _split(x, split_axis, pieces)
+    own = views[rank]
     send_displs = offsets_of(send_counts)
     if split_axis != 0:  # the packed buffer leaves the own piece out
         send_displs = offsets_of([0 if p == rank else c for p, c in enumerate(send_counts)])
     send_counts[rank] = 0
-    send = transport.outgoing(_pack_pieces(x, split_axis, pieces, rank, xp))
+    send = transport.outgoing(_pack_pieces(x, split_axis, views, rank, xp))
     into_result = concat_axis == 0 and not transport.on_device
     if into_result:  # host memory: MPI writes the pieces straight into the result
         result = np.empty(shape, x.dtype)
