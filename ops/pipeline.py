@@ -246,11 +246,11 @@ def fuse_viewed(cell: list[Step], mesh: Any) -> Any:
     """A two-operand ufunc call whose every move is a crop of the rank's own block
     (``1j * ky * w_hat``: a replicated row against a column-sharded spectrum), as one
     closure ``fast(func, x, y)`` reading views (:func:`perform`'s first branch); a
-    debug tool watching takes :func:`perform`, which shows it the moves."""
+    debug tool watching or ``dmesh.compile`` recording takes :func:`perform`."""
 
     def viewed(func: Any, x: Any, y: Any) -> DArray:
         step = cell[0]
-        if tracing.hooked:
+        if tracing.hooked or _hooks.recorder is not None:  # (perform's own conditions)
             return perform(func, step, (x, y), mesh)
         left, right = step.views  # type: ignore[misc]
         if type(x) is DArray:
