@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _callers, _hooks, context
-from dmesh.core.scalars import KEY_SCALARS
+from dmesh.core.scalars import KEY_SCALARS, power_ufunc
 
 __all__ = [
     "ELIDE_BYTES", "active", "binary_method", "fused_call", "reflected_method", "supported",
@@ -217,8 +217,12 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
     name = plain.__name__.strip("_")
     instructions = _operator_instructions(name)
     direct = ufunc is not np.power  # (the dispatcher checks integer powers first)
+    power = not direct
 
     def method(self: Any, other: Any) -> Any:
+        # x ** 2 is np.square(x) to NumPy (bit for bit different from np.power for complex x)
+        u = power_ufunc(self.dtype, other) if power else ufunc
+        unary = u is not ufunc
         if context.elide_state[0] and temporary_refs:
             if (
                 sys.getrefcount(self) <= temporary_refs
@@ -229,9 +233,11 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                     else _callers.called_by_sum(name, False)
                 )
             ):
-                return _hooks.dispatch_donated(ufunc, (self, other), 0)  # type: ignore[misc]
+                inputs = (self,) if unary else (self, other)
+                return _hooks.dispatch_donated(u, inputs, 0)  # type: ignore[misc]
             if (
-                type(other) is type(self)
+                not unary
+                and type(other) is type(self)
                 and sys.getrefcount(other) <= temporary_refs
                 and _donor_ok(other)
                 and (  # (inline: the checks count frames from here)
@@ -241,6 +247,8 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 )
             ):
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
+        if unary:
+            return _hooks.dispatch_operator(u, (self,))  # type: ignore[misc]
         if direct:
             result = fused_call(ufunc, self, other)
             if result is not None:

@@ -24,7 +24,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from dmesh import _hooks
 from dmesh._elision import fused_call
-from dmesh.core.scalars import KEY_SCALARS
+from dmesh.core.scalars import KEY_SCALARS, power_ufunc
 
 __all__ = ["Operators"]
 
@@ -67,12 +67,16 @@ def _reflected(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[A
 
 
 def _in_place(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """``self op= other``: ``ufunc(self, other, out=(self,))``, the ufunc hook's ``out=`` form."""
+    """``self op= other``: ``ufunc(self, other, out=(self,))``, the ufunc hook's ``out=`` form
+    (``x **= 2``: ``np.square(x, out=(x,))``, as NumPy's fast power)."""
+    power = ufunc is np.power
 
     def method(self: Any, other: Any) -> Any:
         dispatch = _hooks.dispatch_ufunc
         if dispatch is not None and _no_other_override(self, other):
-            return dispatch(ufunc, "__call__", (self, other), {"out": (self,)})
+            u = power_ufunc(self.dtype, other) if power else ufunc
+            inputs = (self, other) if u is ufunc else (self,)
+            return dispatch(u, "__call__", inputs, {"out": (self,)})
         return plain(self, other)
 
     method.__name__, method.__doc__ = plain.__name__, plain.__doc__

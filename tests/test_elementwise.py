@@ -12,7 +12,7 @@ import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.ops.propagation import decide
 from dmesh.ops.registry import Call, rule_for
-from helpers import assert_all, assert_equal_all, assert_raises_all
+from helpers import BitVerdict, assert_all, assert_equal_all, assert_raises_all
 
 
 def values(shape: tuple[int, ...], seed: int, positive: bool = False) -> np.ndarray:
@@ -175,3 +175,36 @@ def test_integer_power_error_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.Devi
     assert_equal_all(
         comm, np.power(x, y.astype(np.float64)).full_array(), np.power(base, exponent.astype(float))
     )
+
+
+def test_scalar_powers_are_numpys(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """``x ** 2``, ``x ** -1`` and ``x ** 0.5`` are np.square, np.reciprocal and np.sqrt
+    for float and complex arrays, as NumPy's fast path makes them (for complex numbers
+    np.power's results differ in the last bits), bit for bit; other exponents, other
+    exponent types (``2.0``, ``np.int64(2)``) and integer arrays are np.power."""
+    rng = np.random.default_rng(11)
+    z = rng.standard_normal(23) * 3 + 1j * rng.standard_normal(23)
+    z[:6] = [0, -0.0, np.inf, np.nan, 1e300 + 1e300j, -np.inf * 1j]
+    f = np.concatenate([z.real[:20], [-1.0, 0.0, np.nan]]).astype(np.float32)
+    ints = np.arange(-11, 12, dtype=np.int64)
+    exponents = [2, -1, 0.5, 2.0, -1.0, np.int64(2), np.float64(0.5), 3, 1, 0]
+    with np.errstate(all="ignore"), BitVerdict(comm) as v:
+        for base in (z, f, ints):
+            for placements in layouts(mesh, 1):
+                d = dmesh.distribute(base, mesh, placements)
+                for e in exponents:
+                    if base.dtype.kind == "i" and (e == -1 or isinstance(e, float)):
+                        continue
+                    label = f"{base.dtype} ** {e!r} {placements}"
+                    got = (d**e).full_array()
+                    want = base**e
+                    v.check(got.tobytes() == want.tobytes(), f"{label}: {got} != {want}")
+                    v.bits(label, got)
+                    inplace, in_numpy = d.copy(), base.copy()
+                    if np.result_type(base, e) == base.dtype:
+                        inplace **= e
+                        in_numpy **= e
+                        v.check(inplace.full_array().tobytes() == in_numpy.tobytes(), label)
+                # a temporary base (its block may be reused for the result)
+                got = ((d + 0) ** 2).full_array()
+                v.check(got.tobytes() == ((base + 0) ** 2).tobytes(), f"temporary {base.dtype}")

@@ -52,6 +52,18 @@ def writes(mesh: dmesh.DeviceMesh) -> list[tuple[str, Callable[[Any, bool], None
     def mask_rows(a: Any, numpy: bool) -> None:
         a[arr(np.array([0, 1, 1, 0, 0, 1]) > 0, numpy)] = arr(np.arange(12.0).reshape(3, 4), numpy)
 
+    def mask_update(a: Any, numpy: bool) -> None:  # Mandelbrot's z[m] = z[m] ** 2 + c[m]
+        m = np.abs(a) <= 2
+        a[m] = a[m] ** 2 + (a * 0.5)[m]
+        a[~np.isnan(a)] += 1
+
+    def mask_rows_broadcast(a: Any, numpy: bool) -> None:
+        rows = arr(np.array([1, 0, 1, 1, 0, 1]) > 0, numpy)
+        a[rows] = np.array([1.0, -0.0, np.nan, 4.0])
+        a[a[:, 0] > 3] = arr(np.array([[9.0, 8.0, 7.0, 6.0]]), numpy)
+        a[~rows] = arr(np.array([-5.0, 5.0, -5.0, 5.0]), numpy)
+        a[a[:, 1] < 0] = arr(np.array([0.0, 1.0, 2.0, 3.0]), numpy)  # a 1-D DArray, every row
+
     def put(a: Any, numpy: bool) -> None:
         np.put(a, arr(np.array([0, -1, 13, 13, 7]), numpy), arr(np.array([9.0, 8.0]), numpy))
 
@@ -87,7 +99,8 @@ def writes(mesh: dmesh.DeviceMesh) -> list[tuple[str, Callable[[Any, bool], None
 
     return [
         (f.__name__, f)
-        for f in (mask_scalar, mask_values, mask_darray, mask_one, mask_columns, mask_rows, put,
+        for f in (mask_scalar, mask_values, mask_darray, mask_one, mask_columns, mask_rows,
+                  mask_update, mask_rows_broadcast, put,
                   put_modes, place, place_list, putmask, putmask_same, copyto, copyto_cast,
                   put_along, put_along_flat)
     ]  # fmt: skip

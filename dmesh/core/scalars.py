@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KEY_SCALARS", "KIND_TYPED", "PYTHON_SCALARS"]
+__all__ = ["KEY_SCALARS", "KIND_TYPED", "PYTHON_SCALARS", "power_ufunc"]
 
 PYTHON_SCALARS: frozenset[type] = frozenset({int, float, complex, bool})
 # Whether NumPy types scalars by kind, not value (NEP 50: NumPy 2 on).
@@ -36,3 +36,30 @@ def _numpy_scalar_types() -> frozenset[type]:
 # Scalar types a step's key may hold (for every other operand the call is
 # planned afresh, or keyed by what it is: a DArray by its spec).
 KEY_SCALARS: frozenset[type] = PYTHON_SCALARS | _numpy_scalar_types()
+
+
+# NumPy 2's ``ndarray ** scalar`` (``fast_scalar_power``): an exact Python int
+# -1 or 2, or an exact float 0.5, on a float or complex array calls the unary
+# ufunc, whose complex results differ from np.power's in the last bits.
+_FAST_POWERS: dict[tuple[type, object], np.ufunc] = {
+    (int, -1): np.reciprocal, (int, 2): np.square, (float, 0.5): np.sqrt,
+}  # fmt: skip
+# NumPy 1's: any real scalar of these values; square alone for other dtypes.
+_FAST_POWERS_1: dict[float, np.ufunc] = {
+    1.0: np.positive, -1.0: np.reciprocal, 0.5: np.sqrt, 2.0: np.square,
+}  # fmt: skip
+
+
+def power_ufunc(dtype: np.dtype, exponent: object) -> np.ufunc:
+    """The ufunc NumPy's ``array ** exponent`` calls for an array of ``dtype``: np.power,
+    or the unary ufunc (``np.square``, ``np.sqrt``, ``np.reciprocal``) of its fast path."""
+    kind = type(exponent)
+    if KIND_TYPED:
+        fast = _FAST_POWERS.get((kind, exponent)) if kind is int or kind is float else None
+        return fast if fast is not None and dtype.kind in "fc" else np.power
+    if not issubclass(kind, (int, float, np.integer, np.floating)):
+        return np.power
+    value = float(exponent)  # type: ignore[arg-type]
+    if dtype.kind in "fc":
+        return _FAST_POWERS_1.get(value, np.power)
+    return np.square if value == 2.0 else np.power

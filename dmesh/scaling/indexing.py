@@ -185,7 +185,7 @@ def setitem(
 
 
 def _select_counts(layout: Layout) -> list[Traffic]:
-    """The ``all_gather`` of one count over the mesh dims sharding dim 0 (``basic.selection``);
+    """The ``all_gather`` of one count over the mesh dims sharding dim 0 (``masks.row_selection``);
     none where those dims hold one rank in all (a single block along dim 0)."""
     dims = sharding_mesh_dims(layout.placements, 0)
     k = math.prod(layout.mesh_shape[m] for m in dims)
@@ -194,7 +194,7 @@ def _select_counts(layout: Layout) -> list[Traffic]:
 
 
 def _row_placements(placements: Sequence[Placement]) -> tuple[Placement, ...]:
-    """Every sharding mesh dim sharding dim 0 instead (``basic._row_layout``)."""
+    """Every sharding mesh dim sharding dim 0 instead (``masks.row_layout``)."""
     return tuple(Shard(0) if isinstance(p, Shard) else Replicate() for p in placements)
 
 
@@ -241,33 +241,20 @@ def mask_assign(
 ) -> list[Traffic]:
     """Every rank's calls in ``a[mask] = v`` for 1-D ``a`` and ``mask`` (``v`` scalar or ndarray).
 
-    ``positions`` are the True positions (``np.flatnonzero(mask)``). A
-    scalar ``v``: the mask is laid out like ``a`` (no call when its
-    placements are ``a``'s; otherwise its move, 1-byte elements), then each
-    rank writes its own block: nothing else is sent. An array ``v``: the
-    mask's ``nonzero`` shares each block's count (one ``all_gather``, as
-    :func:`mask_select`), then its positions, a DArray index with uneven
-    blocks, take :func:`setitem`'s path: kept in place when the mask's
-    placements are ``a``'s (every position is then its own rank's: the
-    ``all_to_all`` sends to itself, ``(8 + s) c_r`` bytes for ``c_r``
-    selected), after a bound-check ``all_reduce`` and a counts ``all_to_all``.
+    ``positions`` are the True positions (``np.flatnonzero(mask)``; the
+    count is all that matters). The mask is laid out like ``a`` (no call
+    when its placements are ``a``'s; otherwise its move, 1-byte elements),
+    then each rank writes its own block. A scalar ``v``: nothing else is
+    sent. An array ``v``: each block's selected count is shared first (one
+    ``all_gather`` over the ranks sharding dim 0, as :func:`mask_select`),
+    which says the part of ``v`` each rank writes.
     """
+    del itemsize, positions  # no element of a or v moves
     mesh_shape = tuple(mesh_shape)
-    positions = np.asarray(positions, dtype=np.intp)
+    target = Layout.balanced(mesh_shape, tuple(placements), (length,))
     mask_layout = Layout.balanced(
         mesh_shape, tuple(placements if mask_placements is None else mask_placements), (length,)
     )
-    if scalar:
-        target = Layout.balanced(mesh_shape, tuple(placements), (length,))
-        moved = layout_traffic(mask_layout, target, 1)
-        return [tuple(moved[r]) for r in range(math.prod(mesh_shape))]
-    dims = sharding_mesh_dims(mask_layout.placements, 0)
-    index_placements = tuple(Shard(0) if m in dims else Replicate() for m in range(len(mesh_shape)))
-    bounds = None
-    if dims:
-        cut = np.asarray(mask_layout.bounds[0])
-        bounds = [tuple(int(b) for b in np.searchsorted(positions, cut, side="left"))]
-    counts = _select_counts(mask_layout)
-    writes = setitem(mesh_shape, (length,), itemsize, placements, positions, 0, index_placements,
-                     bounds)  # fmt: skip
-    return [counts[r] + writes[r] for r in range(math.prod(mesh_shape))]
+    moved = layout_traffic(mask_layout, target, 1)
+    counts = _select_counts(target) if not scalar else [()] * math.prod(mesh_shape)
+    return [tuple(moved[r]) + tuple(counts[r]) for r in range(math.prod(mesh_shape))]

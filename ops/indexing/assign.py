@@ -84,12 +84,7 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     # Writing into partial terms would leave terms that no longer sum to the
     # written value: the array is reduced in place first (collective).
     reduce_in_place(a)
-    if _whole_mask(a, key) and isinstance(value, (*SCALARS, np.ndarray)) and np.ndim(value) == 0:
-        # a[mask] = x, the mask of a's shape: local once laid out like a (Game of Life's
-        # Z[birth | survive] = 1), no nonzero() and no exchange.
-        mask = key.with_layout(a._spec.layout)
-        if a.mesh.coordinate is not None:
-            a.local[mask._local] = value
+    if masks.mask_assign(a, key, value):  # a mask of a's leading dims: written in place
         return
     if masks.has_mask(key):  # the mask's nonzero() arrays: values go to the True positions
         key = masks.expand_masks(a, key)
@@ -255,17 +250,6 @@ def _value_layout(
         _value_layouts.clear()
     _value_layouts[spec, hashable, value._spec] = (target, same_cut)
     return target, same_cut
-
-
-def _whole_mask(a: DArray, key: Any) -> bool:
-    """Whether ``key`` is a boolean DArray of ``a``'s shape on ``a``'s mesh."""
-    return (
-        type(key) is DArray
-        and key.dtype == np.bool_
-        and key.shape == a.shape
-        and key.mesh is a.mesh
-        and bool(key.ndim)
-    )
 
 
 def _write_through(a: DArray, view: views.ViewOf, key: Any, value: Any) -> None:

@@ -32,11 +32,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import dmesh.collectives as coll
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout, sharding_mesh_dims
-from dmesh.core.placement import Partial, Placement, Replicate, Shard
+from dmesh.core.placement import Partial, Placement, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import fancy as fancy_indexing
@@ -46,7 +45,7 @@ from dmesh.redistribution import partial_term
 
 __all__ = [
     "NOT_HELD", "IndexPlan", "absent_term", "block_indexing", "expand_key", "getitem",
-    "mask_select", "nonzero", "plan_index", "selection",
+    "nonzero", "plan_index",
 ]  # fmt: skip
 
 NOT_HELD = object()  # an int index whose element lives on another rank
@@ -186,14 +185,8 @@ def getitem(a: DArray, key: Any) -> DArray:
     :mod:`dmesh.ops.indexing.fancy` (collective).
     """
 
-    if (
-        isinstance(key, DArray)
-        and key.dtype == np.bool_
-        and key.ndim
-        and key.shape == a.shape[: key.ndim]
-        and key.mesh is a.mesh
-    ):  # a[mask] with a mask of a's leading dims (k-means' X[labels == j]): no nonzero()
-        return mask_select(a, key)
+    if masks.leading_mask(a, key):  # k-means' X[labels == j]: no nonzero(), no exchange
+        return masks.mask_select(a, key)
     if masks.has_mask(key):  # a mask on some dims: its nonzero() arrays (collective)
         key = masks.expand_masks(a, key)
     if fancy_indexing.is_advanced(key):
@@ -275,78 +268,6 @@ def absent_term(spec: DArraySpec, owners: dict[int, int], xp: Any) -> Any:
     return value
 
 
-def _row_layout(a: DArray) -> DArray:
-    """``a`` with only dim 0 sharded (so each block is contiguous in C order), partials reduced."""
-    placements = list(a.placements)
-    fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
-    if fits:
-        return a
-    # The mesh dims that shard any dim shard dim 0 instead (an all-to-all, never
-    # a gather: replicating a sharded mesh dim would bring its blocks to every rank).
-    placements = [Shard(0) if isinstance(p, Shard) else Replicate() for p in placements]
-    return a.redistribute(a.mesh, placements)
-
-
-def selection(a: DArray, local_values: Any) -> DArray:
-    """A DArray whose blocks are each rank's selected elements (or rows), in C order.
-
-    ``a`` has only dim 0 sharded, so block order is C order: the result is
-    sharded like ``a``'s dim 0 (its other dims whole, as ``local_values``'s),
-    with boundaries from the selected counts (one all-gather of a count over
-    the mesh dims that shard dim 0).
-    """
-
-    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
-    placements: list[Placement] = [
-        Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim)
-    ]
-    rest = tuple(local_values.shape[1:])
-    if not mesh_dims:
-        total = local_values.shape[0]
-        layout = Layout(a.mesh.shape, tuple(placements), (total, *rest), (None,) * (1 + len(rest)))
-        return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
-    if all(a.mesh.shape[m] == 1 for m in mesh_dims):  # one block along dim 0: no message
-        bounds: tuple[int, ...] = (0, local_values.shape[0])
-    else:
-        comm = a.mesh[mesh_dims].comm()  # rank order there is block order
-        counts = coll.all_gather(np.array([local_values.shape[0]], dtype=np.int64), 0, comm)
-        bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
-    layout = Layout(
-        a.mesh.shape, tuple(placements), (bounds[-1], *rest), (bounds,) + (None,) * len(rest)
-    )
-    return DArray(local_values, DArraySpec(a.mesh, layout, local_values.dtype))
-
-
-def mask_select(a: DArray, mask: DArray) -> DArray:
-    """``a[mask]`` for a boolean DArray of ``a``'s shape, or of its leading dims.
-
-    The result has one dim for the mask's dims (their True positions in C
-    order), then ``a``'s other dims whole; it is sharded on that first dim,
-    usually unevenly. No element moves when only dim 0 is sharded;
-    otherwise both are first redistributed so that it is. Collective (the
-    selected counts are shared).
-    """
-    k = mask.ndim
-    if mask.shape != a.shape[:k] or mask.dtype != np.bool_ or not k:
-        raise ArgumentTypeError(
-            f"a boolean mask must be a bool DArray of the array's shape {a.shape} or of its "
-            f"leading dims; got {mask.dtype} of shape {mask.shape}"
-        )
-    if mask.mesh is not a.mesh:
-        raise ArgumentTypeError("the mask must be on the array's mesh")
-    a = _row_layout(a)
-    layout = a.spec.layout
-    mask = mask.with_layout(
-        Layout(layout.mesh_shape, layout.placements, mask.shape, layout.bounds[:k])
-    )
-    if a.mesh.coordinate is None:
-        empty = array_module(a.local).empty((0, *a.shape[k:]), a.dtype)
-        shape = (0, *a.shape[k:])
-        layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, shape, (None,) * len(shape))
-        return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
-    return selection(a, a.local[mask.local])
-
-
 def nonzero(a: DArray) -> tuple[DArray, ...]:
     """``np.nonzero``: one 1-D DArray of global indices per dim (collective)."""
     if a.ndim == 0:
@@ -354,9 +275,11 @@ def nonzero(a: DArray) -> tuple[DArray, ...]:
             "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
             "instead"
         )
-    a = _row_layout(a)
+    a = masks.row_layout(a)
     if a.mesh.coordinate is None:
         raise UnsupportedError("np.nonzero on a rank outside the mesh")
     local = np.nonzero(np.asarray(a.local))
     offsets = a.spec.offsets()
-    return tuple(selection(a, idx.astype(np.intp) + off) for idx, off in zip(local, offsets))
+    return tuple(
+        masks.row_selection(a, idx.astype(np.intp) + off) for idx, off in zip(local, offsets)
+    )

@@ -1,14 +1,19 @@
 """Boolean DArrays in index keys, ``np.argwhere`` and ``np.flatnonzero``.
 
-A bool DArray item of a key counts, as in NumPy, as the integer arrays of its
-``np.nonzero`` (global indices in C order, 1-D DArrays with uneven blocks;
-one all-gather of a count): ``a[m]`` with a 1-D ``m`` on an N-D ``a``,
-``a[:, m]``, and every assignment through a mask (``a[mask] = v``, ``a[:, m] =
-v``) then take the integer-array path of :mod:`dmesh.ops.indexing.fancy`, which
-routes each selected element (and its value) to its owner; nothing is
-gathered. A value array of length ``mask.sum()`` is matched to the True
-positions in C order, as NumPy does. The shape checks read only what every
-rank knows, before any message.
+A mask of an array's shape, or of its leading dims, selects and writes in
+place when the array has only dim 0 sharded (block order is then C order):
+``a[mask]`` (:func:`mask_select`) keeps each rank's selected elements, a 1-D
+DArray with uneven blocks (one all-gather of a count), and ``a[mask] = v``
+(:func:`mask_assign`) writes each rank's block, a scalar with no message and
+an array after that all-gather, ``v`` laid out like ``a[mask]`` (Mandelbrot's
+``z[m] = z[m] ** 2 + c[m]`` moves nothing). Any other bool DArray item counts,
+as in NumPy, as the integer arrays of its ``np.nonzero`` (global indices in C
+order, 1-D DArrays with uneven blocks; one all-gather of a count): ``a[:, m]``,
+``a[m]`` on an array with another dim sharded then take the integer-array path
+of :mod:`dmesh.ops.indexing.fancy`, which routes each selected element (and its
+value) to its owner; nothing is gathered. A value array of length
+``mask.sum()`` is matched to the True positions in C order, as NumPy does. The
+shape checks read only what every rank knows, before any message.
 
 ``np.argwhere`` and ``np.flatnonzero`` have results whose length depends on
 the data: each rank keeps the indices of its own block (the array laid out
@@ -24,14 +29,18 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.device import array_module
+from dmesh.collectives.device import array_module, to_host
+from dmesh.collectives.errors import ArgumentTypeError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
 
-__all__ = ["argwhere", "expand_masks", "flatnonzero", "has_mask", "row_selection"]
+__all__ = [
+    "argwhere", "expand_masks", "flatnonzero", "has_mask", "leading_mask", "mask_assign",
+    "mask_select", "row_layout", "row_selection",
+]  # fmt: skip
 
 
 def _is_mask(item: Any) -> bool:
@@ -93,35 +102,157 @@ def expand_masks(a: DArray, key: Any) -> tuple[Any, ...]:
 
 
 def row_layout(a: DArray) -> DArray:
-    """``a`` with only dim 0 sharded (block order is then C order), partials reduced."""
-    fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in a.placements)
+    """``a`` with only dim 0 sharded (so each block is contiguous in C order), partials reduced."""
+    placements = list(a.placements)
+    fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
     if fits:
         return a
-    placements = [Shard(0) if m == 0 and a.ndim else Replicate() for m in range(a.mesh.ndim)]
+    # The mesh dims that shard any dim shard dim 0 instead (an all-to-all, never
+    # a gather: replicating a sharded mesh dim would bring its blocks to every rank).
+    placements = [Shard(0) if isinstance(p, Shard) else Replicate() for p in placements]
     return a.redistribute(a.mesh, placements)
+
+
+def _row_bounds(a: DArray, count: int) -> tuple[tuple[Placement, ...], tuple[int, ...] | None]:
+    """The placements and dim-0 boundaries of rows selected from ``a``, ``count`` here.
+
+    ``a`` has only dim 0 sharded (:func:`row_layout`); the selection is
+    sharded along its dim 0 over the same mesh dims, boundaries from the
+    counts (one all-gather of an int over those mesh dims; none when they
+    hold one block). ``None`` boundaries: dim 0 is not sharded.
+    """
+    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
+    placements = tuple(Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim))
+    if not mesh_dims:
+        return placements, None
+    if all(a.mesh.shape[m] == 1 for m in mesh_dims):  # one block along dim 0: no message
+        return placements, (0, count)
+    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
+    counts = coll.all_gather(np.array([count], dtype=np.int64), 0, comm)
+    return placements, tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
+
+
+def _selection_layout(
+    a: DArray, placements: tuple[Placement, ...], bounds: tuple[int, ...] | None, count: int,
+    rest: tuple[int, ...],
+) -> Layout:  # fmt: skip
+    total = count if bounds is None else bounds[-1]
+    return Layout(a.mesh.shape, placements, (total, *rest), (bounds, *(None,) * len(rest)))
 
 
 def row_selection(a: DArray, local: Any) -> DArray:
     """A DArray whose blocks along dim 0 are each rank's rows ``local``, in block order.
 
-    ``a`` has only dim 0 sharded (:func:`row_layout`); the result is sharded
-    along its dim 0 over the same mesh dims, with boundaries from the counts
-    (one all-gather of an int over those mesh dims).
+    ``a`` has only dim 0 sharded (:func:`row_layout`); see :func:`_row_bounds`
+    for the result's layout (collective).
     """
-    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
-    placements: tuple[Placement, ...] = tuple(
-        Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim)
-    )
-    rest = tuple(local.shape[1:])
-    if not mesh_dims:
-        layout = Layout(a.mesh.shape, placements, (local.shape[0], *rest), (None,) * local.ndim)
-        return DArray(local, DArraySpec(a.mesh, layout, local.dtype))
-    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
-    counts = coll.all_gather(np.array([local.shape[0]], dtype=np.int64), 0, comm)
-    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
-    shape = (bounds[-1], *rest)
-    layout = Layout(a.mesh.shape, placements, shape, (bounds, *(None,) * len(rest)))
+    placements, bounds = _row_bounds(a, local.shape[0])
+    layout = _selection_layout(a, placements, bounds, local.shape[0], tuple(local.shape[1:]))
     return DArray(local, DArraySpec(a.mesh, layout, local.dtype))
+
+
+def leading_mask(a: DArray, mask: Any) -> bool:
+    """Whether ``mask`` is a bool DArray of ``a``'s shape, or of its leading dims, on its mesh."""
+    return (
+        type(mask) is DArray
+        and mask.dtype == np.bool_
+        and bool(mask.ndim)
+        and mask.shape == a.shape[: mask.ndim]
+        and mask.mesh is a.mesh
+    )
+
+
+def _mask_like(a: DArray, mask: DArray) -> DArray:
+    """``mask`` laid out as ``a``'s leading dims (no move when it already is)."""
+    layout = a.spec.layout
+    k = mask.ndim
+    return mask.with_layout(Layout(layout.mesh_shape, layout.placements, mask.shape,
+                                   layout.bounds[:k]))  # fmt: skip
+
+
+def mask_select(a: DArray, mask: DArray) -> DArray:
+    """``a[mask]`` for a boolean DArray of ``a``'s shape, or of its leading dims.
+
+    The result has one dim for the mask's dims (their True positions in C
+    order), then ``a``'s other dims whole; it is sharded on that first dim,
+    usually unevenly. No element moves when only dim 0 is sharded;
+    otherwise both are first redistributed so that it is. Collective (the
+    selected counts are shared).
+    """
+    if not leading_mask(a, mask):
+        raise ArgumentTypeError(
+            f"a boolean mask must be a bool DArray of the array's shape {a.shape} or of its "
+            f"leading dims, on its mesh; got {mask.dtype} of shape {mask.shape}"
+        )
+    a = row_layout(a)
+    mask = _mask_like(a, mask)
+    k = mask.ndim
+    if a.mesh.coordinate is None:
+        empty = array_module(a.local).empty((0, *a.shape[k:]), a.dtype)
+        shape = (0, *a.shape[k:])
+        layout = Layout(a.mesh.shape, (Replicate(),) * a.mesh.ndim, shape, (None,) * len(shape))
+        return DArray(empty, DArraySpec(a.mesh, layout, a.dtype))
+    return row_selection(a, a.local[mask.local])
+
+
+def mask_assign(a: DArray, mask: Any, value: Any) -> bool:
+    """``a[mask] = value`` written in place on each rank's block, when it can be; False if not.
+
+    For a bool DArray ``mask`` of ``a``'s shape or of its leading dims, with
+    ``a`` laid out with only dim 0 sharded (its layout is kept: ``a`` is
+    written, not replaced). The mask is laid out like ``a`` (no move when it
+    is). A 0-d value is written where the mask is True, with no message.
+    Otherwise the selection's counts are shared (one all-gather of an int,
+    as :func:`mask_select`), and the value, broadcast as NumPy does to the
+    selection's shape ``(count, *a.shape[k:])``, is laid out as the
+    selection: a DArray like ``a[mask]`` (``z[m] = z[m] ** 2 + c[m]``)
+    moves nothing; an ndarray every rank holds is cut there. False (nothing
+    sent) where ``a`` has another layout or the value is neither: the caller
+    takes the general path. Collective.
+    """
+    if not leading_mask(a, mask) or row_layout(a) is not a:
+        return False
+    darray = isinstance(value, DArray)
+    if darray and value.mesh is not a.mesh:
+        return False
+    if not darray and not isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
+        return False
+    mask = _mask_like(a, mask)
+    if not darray and np.ndim(value) == 0:  # Game of Life's Z[birth | survive] = 1
+        if a.mesh.coordinate is not None:
+            a.local[mask.local] = value
+        return True
+
+    if a.mesh.coordinate is None:  # no block here, and no part in the mesh's messages
+        return True
+    count = int(np.count_nonzero(to_host(mask.local)))
+    placements, bounds = _row_bounds(a, count)
+    layout = _selection_layout(a, placements, bounds, count, tuple(a.shape[mask.ndim :]))
+    _check_broadcast(np.shape(value), layout.shape)
+    if darray and value.shape == layout.shape:  # like a[mask] (z[m] = z[m] ** 2 + c[m]): kept
+        value = value.with_layout(layout)
+    elif darray:  # the same values for every selected row: whole on every rank
+        value = value.redistribute(a.mesh, [Replicate()] * a.mesh.ndim)
+    if darray and value.shape == layout.shape:
+        a.local[mask.local] = value.local
+        return True
+    xp = array_module(a.local)
+    full = xp.broadcast_to(value.local if darray else xp.asarray(value), layout.shape)
+    a.local[mask.local] = full[layout.slices(a.mesh.coordinate)]
+    return True
+
+
+def _check_broadcast(shape: tuple[int, ...], selected: tuple[int, ...]) -> None:
+    """NumPy's ``ValueError`` when a value of ``shape`` does not broadcast to the selection."""
+    try:
+        fits = np.broadcast_shapes(shape, selected) == selected
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"shape mismatch: value array of shape {shape} could not be broadcast to indexing "
+            f"result of shape {selected}"
+        )
 
 
 def _zero_d(a: DArray, ndim: int) -> DArray:
