@@ -134,6 +134,30 @@ def _hermitian(a: DArray, n: int) -> DArray:
     return DArray(block, DArraySpec(a.mesh, taken.spec.layout, np.dtype(block.dtype)))
 
 
+# (n, n1, first column, end column, inverse, dtype, array module) -> the block's
+# twiddle factors: computing them (a cosine and a sine per element) cost more
+# than the FFTs themselves; a solver transforms the same length every step.
+_twiddle_cache: dict[tuple[Any, ...], Any] = {}
+TWIDDLE_CACHE = 8  # entries kept (each the size of a rank's block)
+
+
+def _twiddles(n: int, n1: int, c_lo: int, c_hi: int, inverse: bool, like: Any) -> Any:
+    """``w_n^(k1 c)`` for ``k1 < n1`` and this rank's columns ``c_lo <= c < c_hi`` (cached)."""
+    xp = array_module(like)
+    key = (n, n1, c_lo, c_hi, inverse, like.dtype, xp.__name__)
+    found = _twiddle_cache.get(key)
+    if found is None:
+        k1 = xp.arange(n1, dtype=np.int64)[:, None]
+        c = xp.arange(c_lo, c_hi, dtype=np.int64)[None, :]
+        # Reduced mod n before scaling, so every angle is in [0, 2 pi): accurate twiddles.
+        angle = ((k1 * c) % n) * ((2.0 if inverse else -2.0) * np.pi / n)
+        found = (xp.cos(angle) + 1j * xp.sin(angle)).astype(like.dtype)
+        if len(_twiddle_cache) >= TWIDDLE_CACHE:
+            _twiddle_cache.clear()
+        _twiddle_cache[key] = found
+    return found
+
+
 def four_step(a: DArray, n: int, inverse: bool, norm: Any, name: str) -> DArray:
     """``np.fft.fft`` (or ``ifft``) of ``n`` points of the 1-D DArray ``a`` sharded along axis 0.
 
@@ -173,12 +197,7 @@ def four_step(a: DArray, n: int, inverse: bool, norm: Any, name: str) -> DArray:
         raise AssertionError(f"unexpected layout after the first transform: {z.spec}")
     if mesh.is_member:
         c_lo, c_hi = z.spec.layout.block(mesh.coordinate)[1]
-        xp = array_module(z.local)
-        k1 = xp.arange(n1, dtype=np.int64)[:, None]
-        c = xp.arange(c_lo, c_hi, dtype=np.int64)[None, :]
-        # Reduced mod n before scaling, so every angle is in [0, 2 pi): accurate twiddles.
-        angle = ((k1 * c) % n) * ((2.0 if inverse else -2.0) * np.pi / n)
-        twiddled = z.local * (xp.cos(angle) + 1j * xp.sin(angle)).astype(z.local.dtype)
+        twiddled = z.local * _twiddles(n, n1, c_lo, c_hi, inverse, z.local)
     else:
         twiddled = z.local
     z = DArray(twiddled, z.spec)
