@@ -12,7 +12,7 @@ from set_layouts import check, layouts
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from helpers import BitVerdict, assert_raises_all
+from helpers import BitVerdict, assert_equal_all, assert_raises_all
 
 _R = np.random.default_rng(14)
 SORTED = np.sort(np.concatenate([_R.integers(-5, 6, 21).astype(np.float64), [np.inf, -np.inf,
@@ -138,3 +138,18 @@ def test_isin_errors(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     assert_raises_all(comm, ValueError, np.searchsorted, x, 1.0, side="middle", match="side")
     m = dmesh.distribute(np.ones((3, 2)), mesh)
     assert_raises_all(comm, ValueError, np.searchsorted, m, 1.0, match="1-D")
+
+
+def test_sort_keywords(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """NumPy 2's ``stable=`` of np.sort/np.argsort, and ``kind=`` where one block holds the
+    axis: NumPy's own order of ties (its default quicksort), bit for bit."""
+    ties = np.random.default_rng(3).integers(0, 4, (6, 40)).astype(np.float64)
+    ties[2, 5] = np.nan
+    for placements in ([Replicate()] * mesh.ndim, [Shard(0)] * mesh.ndim):
+        d = dmesh.distribute(ties, mesh, placements)
+        assert_equal_all(comm, np.argsort(d, axis=1).full_array(), np.argsort(ties, axis=1))
+        assert_equal_all(comm, np.argsort(d, axis=0, stable=True).full_array(),
+                         np.argsort(ties, axis=0, stable=True))  # fmt: skip
+        assert_equal_all(comm, np.sort(d, axis=None, stable=True).full_array(),
+                         np.sort(ties, axis=None, stable=True))  # fmt: skip
+        assert_raises_all(comm, ValueError, np.argsort, d, kind="stable", stable=True)

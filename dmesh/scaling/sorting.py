@@ -1,6 +1,7 @@
 """Traffic of ``np.sort``, ``np.argsort`` and ``np.unique`` on DArrays (pure).
 
-Along an axis no mesh dim shards, each rank sorts its blocks: no message.
+Along an axis no mesh dim of more than one rank shards, each rank sorts its
+blocks: no message.
 An N-D array sorted along a sharded axis first gives that sharding to
 another dim (``S(axis) -> S(other)``, one ``all_to_all`` per sharding mesh
 dim, as in ``dmesh.scaling.redistribution``), then sorts locally. A 1-D array
@@ -96,6 +97,8 @@ def _sample_sort_calls(
             f"sort: received must give each of the {k} blocks' element counts, summing to "
             f"{n}; got {list(received)}"
         )
+    if k == 1:  # one block: its own sort, no message
+        return per_rank(mesh_shape, lambda coord: ())
     sizes = layout.sizes(0)
     samples = [k - 1 if size else 0 for size in sizes]
     cut = tuple(int(b) for b in np.cumsum((0, *received)))
@@ -139,8 +142,8 @@ def _sort_traffic(
         axis = 0
     axis %= max(len(shape), 1)
     layout = Layout.balanced(mesh_shape, placements, tuple(shape))
-    if not sharding_mesh_dims(placements, axis):
-        return per_rank(mesh_shape, lambda coord: ())
+    if math.prod(mesh_shape[m] for m in sharding_mesh_dims(placements, axis)) == 1:
+        return per_rank(mesh_shape, lambda coord: ())  # one block along the axis sorts alone
     if len(shape) > 1:  # the sharding moves to another dim; then each block sorts alone
         other = 0 if axis != 0 else 1
         moved = tuple(Shard(other) if isinstance(p, Shard) and p.dim == axis else p

@@ -53,6 +53,13 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
         order = np.argsort(local, kind="stable")
         block = local[order]
         indices = order.astype(np.intp) + a.spec.offsets()[0]
+        if p == 1:  # one block along the axis: its sort is the answer (no merge, no message)
+            return DArray(block, a.spec), DArray(
+                indices, DArraySpec(mesh, a.spec.layout, indices.dtype)
+            )
+    elif p == 1:
+        block = np.sort(local)
+        return DArray(block, a.spec), None
     else:  # values alone: NumPy's fastest sort (SIMD), no permutation to carry; equal
         block = np.sort(local)  # values are alike (a zero's sign: NumPy's own order is arbitrary)
     # Regular samples of the sorted block: p - 1 of them (fewer if it is short).
@@ -86,11 +93,30 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
     return values, positions
 
 
+def _kind(kind: Any, stable: Any) -> Any:
+    """NumPy 2's ``stable=``: True is ``kind="stable"``; both given is NumPy's ValueError."""
+    if stable is None:
+        return kind
+    if kind is not None:
+        raise ValueError("`kind` and keyword parameters can't be provided at the same time. "
+                         "Use only one of them.")  # fmt: skip
+    return "stable" if stable else None
+
+
 @decompose(np.sort)
-def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: Any) -> DArray:
+def sort(
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    **kwargs: Any,
+) -> DArray:
     """``np.sort`` of a DArray (collective when the axis is sharded); the result is balanced."""
     if order is not None or kwargs:
-        raise UnsupportedError("np.sort on DArrays supports axis and kind only")
+        raise UnsupportedError("np.sort on DArrays supports axis, kind and stable only")
+    kind = _kind(kind, stable)
     host, xp = blocks_on_host(a)
     result: DArray = blocks_to(_sort(host, axis, kind), xp)
     return result
@@ -106,8 +132,11 @@ def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
         raise AxisArgumentError(axis, a.ndim)
     axis %= a.ndim
     a = a.reduce_partials()
-    sharded = any(isinstance(p, Shard) and p.dim == axis for p in a.placements)
-    if not sharded or a.mesh.coordinate is None:
+    sharded = any(
+        isinstance(p, Shard) and p.dim == axis and a.mesh.shape[m] > 1
+        for m, p in enumerate(a.placements)
+    )
+    if not sharded or a.mesh.coordinate is None:  # one block along the axis: NumPy's own sort
         block = np.asarray(a.local)
         local = (np.argsort if want_indices else np.sort)(block, axis=axis, kind=kind)
         return DArray(local, DArraySpec(a.mesh, a.spec.layout, local.dtype))
@@ -122,12 +151,26 @@ def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
 
 
 @decompose(np.argsort)
-def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kwargs: Any) -> DArray:
-    """``np.argsort`` of a DArray: global indices, always stable (collective when sharded)."""
+def argsort(
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    **kwargs: Any,
+) -> DArray:
+    """``np.argsort`` of a DArray: global indices (collective when sharded).
+
+    Stable along a sharded axis whatever ``kind`` (ties keep their order, which
+    NumPy allows for every kind); NumPy's own ``kind`` where one block holds the
+    axis, so that ties are ordered as NumPy orders them on one process.
+    """
     if order is not None or kwargs:
-        raise UnsupportedError("np.argsort on DArrays supports axis and kind only")
+        raise UnsupportedError("np.argsort on DArrays supports axis, kind and stable only")
+    kind = _kind(kind, stable)
     host, xp = blocks_on_host(a)
-    result: DArray = blocks_to(_sort(host, axis, "stable", want_indices=True), xp)
+    result: DArray = blocks_to(_sort(host, axis, kind, want_indices=True), xp)
     return result
 
 
