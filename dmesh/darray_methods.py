@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dmesh import _hooks
-from dmesh.collectives.errors import ArgumentError
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate
 
@@ -113,6 +113,30 @@ class ArrayMethods:
     all = _axis_method(np.all, "all")
 
     # -- the functions of the array ----------------------------------------------------
+    def view(self, dtype: Any = None, type: Any = None) -> Any:
+        """``a.view()``: a new DArray on the same blocks, so writes through either reach both
+        (a detached view stays one); with a ``dtype`` of the same item size, the blocks
+        reinterpreted as it (``a.view(np.int64)`` of float64 data)."""
+        from dmesh.darray import DArray  # (the class this mixin is part of)
+
+        if type is not None:
+            raise UnsupportedError("a.view(type=...) on DArrays: only dtype= (or nothing)")
+        this: Any = self
+        if dtype is None:
+            result = DArray(this._local.view(), this._spec)
+        else:
+            dtype = np.dtype(dtype)
+            if dtype.itemsize != self.dtype.itemsize or any(
+                p.is_partial() for p in this._spec.placements
+            ):
+                raise UnsupportedError(
+                    f"a.view({dtype}) of a {self.dtype} DArray: only a dtype of the same item "
+                    f"size ({self.dtype.itemsize} bytes), on an array without partial terms"
+                )
+            result = DArray(this._local.view(dtype), this._spec.with_dtype(dtype))
+        result._view = this._view
+        return result
+
     def flatten(self, order: Any = "C") -> Any:
         """A flattened copy (``_np.ravel(a).copy()``)."""
         if order not in ("C", "A", "K"):

@@ -29,7 +29,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Replicate, Shard
-from helpers import Verdict, assert_raises_all
+from helpers import Verdict, assert_all, assert_raises_all
 
 R = Replicate()
 A55 = np.arange(25).reshape(5, 5)
@@ -269,8 +269,67 @@ def zero_d_copyto_and_iadd(d: Any) -> Any:
     return z
 
 
+def reshape_element_assign(a: Any) -> Any:
+    flat = a.reshape(-1)  # NumPy: a view of the C-contiguous a; dmesh moves elements here
+    flat[7] = -7
+    flat[::6] += 1000
+    return flat
+
+
+def ravel_in_place(a: Any) -> Any:
+    flat = a.ravel()
+    flat *= -1
+    np.copyto(flat[3:9], 5)
+    return flat
+
+
+def reshape_row_of_reshape(a: Any) -> Any:
+    r = a.reshape(1, a.size)
+    row = r[0]
+    row[2:5] = -3  # a view of a view of the reshape
+    r[0, 10:12][...] = 99
+    return r
+
+
+def reshape_of_slice(a: Any) -> None:
+    r = a[1:].reshape(-1)
+    r.fill(-1)
+    a.reshape(a.size)[-1] = 12345
+    # (not read: a reshape that moved elements does not see later writes to its base)
+
+
+def iterate_rows(a: Any) -> None:
+    for i, row in enumerate(a):  # NumPy's iteration yields views
+        row *= i - 2
+
+
+# -- views that functions and methods make ----------------------------------------------
+
+
+def view_method(a: Any) -> Any:
+    v = a.view()
+    v[1] = -1  # a block view, or a detached row: either way a changes
+    w = a[2].view()
+    w += 10
+    return v
+
+
+def clip_out_row(a: Any) -> Any:
+    np.clip(a[0], 2, 4, out=a[0])
+    np.clip(a, -3, 30, out=a)
+    np.round(a[:, 1] * 2, 0, out=a[:, 2])
+    return a[0]
+
+
 LINE = np.arange(5.0) * 1.5 - 2.0
 CASES = [
+    Case("view_method", A55, view_method),
+    Case("clip_out_row", A55, clip_out_row),
+    Case("reshape_element_assign", A55, reshape_element_assign),
+    Case("ravel_in_place", A55, ravel_in_place),
+    Case("reshape_row_of_reshape", A55, reshape_row_of_reshape),
+    Case("reshape_of_slice", A55, reshape_of_slice),
+    Case("iterate_rows", A55, iterate_rows),
     Case("row_iadd", A55, row_iadd),
     Case("row_imul_negative_index", A55, row_imul_negative_index),
     Case("row_ellipsis_assign", A55, row_ellipsis_assign),
@@ -616,3 +675,15 @@ def test_views_of_partial_arrays(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, op
     verdict = Verdict(comm)
     verdict.check(*same(a.full_array(), want, f"Partial({op})"))
     verdict.agree()
+
+
+def test_read_only_views_raise_numpys_error(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.diagonal and np.broadcast_to give read-only views in NumPy: a write raises its
+    ValueError on every rank, of an array and of a detached row alike, never lost."""
+    for placements in layouts(mesh, 2):
+        d = dmesh.distribute(A55, mesh, placements)
+        for made in (np.diagonal(d), np.broadcast_to(d[1], (3, 5)), d.diagonal()):
+            assert_raises_all(comm, ValueError, made.__setitem__, 0, 1, match="read-only")
+        assert_all(comm, np.array_equal(d.full_array(), A55))
+        v = d.view(np.int64 if A55.dtype == np.float64 else np.float64)
+        assert_all(comm, np.array_equal(v.full_array(), A55.view(v.dtype)))

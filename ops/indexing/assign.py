@@ -78,6 +78,10 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     view = a._view
     if type(view) is views.Derived:
         view.refuse()
+    if type(view) is views.Reshaped:  # a reshape that moved elements: written, then back
+        with views.reshaped_write(a):
+            setitem(a, key, value)
+        return
     if view is not None:  # a detached view: the write goes to its root (dmesh.ops.indexing.views)
         _write_through(a, view, key, value)
         return

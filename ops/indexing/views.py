@@ -26,13 +26,17 @@ write into its root at the composed key, made by the root's owners:
   :func:`writing`: the view becomes a private replicated copy, the writer
   changes it, and the copy is assigned back to ``root[key]``.
 
+A reshape that had to move elements (:class:`Reshaped`) is a copy of its
+root: writes through it, or through a selection of it, are made on its
+blocks and then written back whole (``root[...] = np.reshape(r, ...)``).
+
 A view whose blocks are live (an int index on a non-partial root: the
 holder's block is a view of the root's) sees every later write of the root.
 The others (views of partial arrays, mirrored blocks) are taken anew from the
 root after each write through them; a *sibling* taken earlier from a
 ``Partial`` root does not see a write through another (the root's terms are
-replaced by its reduced values, a new buffer), nor a mirrored view the
-writes made to its root after it (a copy).
+replaced by its reduced values, a new buffer), nor a mirrored view or a
+moved reshape the writes made to its root after it (copies).
 """
 
 from __future__ import annotations
@@ -49,8 +53,10 @@ from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
 
 __all__ = [
+    "READ_ONLY",
     "VIEW_FUNCTIONS",
     "Derived",
+    "Reshaped",
     "ViewOf",
     "assign_result",
     "compose",
@@ -58,8 +64,9 @@ __all__ = [
     "normalize",
     "record",
     "refresh",
+    "reshaped_write",
     "root_key",
-
+    "write_back",
     "writes_through",
     "writing",
 ]  # fmt: skip
@@ -78,6 +85,34 @@ class ViewOf(NamedTuple):
     owners: dict[int, int] | None = None
 
 
+class Reshaped(NamedTuple):
+    """A reshape of ``root`` that moved elements (``a.reshape(3, 10)`` of a row-sharded
+    ``(5, 6)`` ``a``): its blocks are copies, so every write through it is made on its
+    blocks and then written back whole, ``root[...] = np.reshape(view, root.shape)``
+    (collective: the reshape moves the elements back). A selection of it is a
+    detached view of it (not live: taken anew after each write through it)."""
+
+    root: DArray  # never itself detached
+
+
+def write_back(a: DArray, view: Reshaped) -> None:
+    """Write the reshaped copy ``a`` back into its root (collective)."""
+    view.root[...] = np.reshape(_private(a), view.root.shape)
+
+
+@contextmanager
+def reshaped_write(a: DArray) -> Iterator[DArray]:
+    """Around a write into the blocks of ``a``, a :class:`Reshaped` view: then written back."""
+    view = a._view
+    assert type(view) is Reshaped
+    a._view = None
+    try:
+        yield a
+    finally:
+        a._view = view
+    write_back(a, view)
+
+
 class Derived(NamedTuple):
     """A view a function made of a detached view (``row.T``, ``np.reshape(a[0], ...)``).
 
@@ -87,9 +122,12 @@ class Derived(NamedTuple):
     """
 
     function: str  # the function that made it, for the message
+    read_only: bool = False  # NumPy's result is read-only (np.diagonal, np.broadcast_to)
 
     def refuse(self) -> NoReturn:
         """Raise the error every write through this view gets (on every rank alike)."""
+        if self.read_only:  # NumPy's own error for its read-only views
+            raise ValueError("assignment destination is read-only")
         raise UnsupportedError(
             f"writing through np.{self.function}(v) where v is a view that is no view of the "
             "blocks (an int index on a sharded dim, a selection of a partial array, a negative "
@@ -109,6 +147,10 @@ VIEW_FUNCTIONS: frozenset[Any] = frozenset((
 ))  # fmt: skip
 
 
+# View functions whose NumPy result is read-only: a write raises NumPy's ValueError.
+READ_ONLY: frozenset[Any] = frozenset((np.broadcast_to, np.diagonal))
+
+
 def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Any) -> Any:
     """``func(*args, **kwargs)`` for a view function of the detached view ``args[0]``.
 
@@ -124,7 +166,7 @@ def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], r
         result = run(func, (type(x),), args, kwargs)
     finally:
         x._view = view
-    marker = view if type(view) is Derived else Derived(func.__name__)
+    marker = view if type(view) is Derived else Derived(func.__name__, func in READ_ONLY)
     for out in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(out, DArray):
             out._view = marker
@@ -223,9 +265,12 @@ def record(
     come from the key and the layout, so every rank records the same.
     ``holds``: this rank's block of ``result`` is ``parent``'s elements.
     """
-    view: ViewOf | Derived | None = parent._view
+    view: ViewOf | Derived | Reshaped | None = parent._view
     if isinstance(view, Derived):  # a selection of a function's view keeps refusing writes
         result._view = view
+        return
+    if isinstance(view, Reshaped):  # written through to the reshape, which writes back
+        result._view = ViewOf(parent, normalize(parent.shape, key), False, holds)
         return
     if view is not None:
         items = compose(view.items, key, parent.ndim)
@@ -260,9 +305,13 @@ def writing(a: DArray) -> Iterator[DArray]:
     """
     if not isinstance(a, DArray):
         raise ArgumentTypeError(f"the target of a write must be a DArray, got {type(a).__name__}")
-    view: ViewOf | Derived | None = a._view
+    view: ViewOf | Derived | Reshaped | None = a._view
     if isinstance(view, Derived):
         view.refuse()
+    if isinstance(view, Reshaped):
+        with reshaped_write(a):
+            yield a
+        return
     if any(p.is_partial() for p in a.placements):
         reduced = a.reduce_partials()
         a._local, a._spec = reduced._local, reduced._spec

@@ -34,6 +34,7 @@ from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import Reshaped
 from dmesh.ops.registry import decompose
 
 # old sharded dim -> (new dim, old row length, new row length), or None: not contiguous
@@ -194,7 +195,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> DArra
     shape = kwargs.pop("newshape", shape)
     if order != "C" or kwargs:
         raise UnsupportedError("np.reshape on DArrays supports C order only")
-    return _reshaped(a, resolve_shape(shape, a.size))
+    return _written_back(a, resolve_shape(shape, a.size))
 
 
 @decompose(np.ravel)
@@ -202,7 +203,17 @@ def ravel(a: Any, order: str = "C") -> DArray:
     """``np.ravel`` of a DArray (C order)."""
     if order != "C":
         raise UnsupportedError("np.ravel on DArrays supports C order only")
-    return _reshaped(a, (a.size,))
+    return _written_back(a, (a.size,))
+
+
+def _written_back(a: DArray, shape: tuple[int, ...]) -> DArray:
+    """``a`` in ``shape``; where elements had to move (a copy, where NumPy's reshape of a
+    C-contiguous array is a view), writes through the result reach ``a``: it is
+    marked :class:`~dmesh.ops.indexing.views.Reshaped`, written back after each write."""
+    result = _reshaped(a, shape)
+    if a.size and None in _mapping(a.spec.layout, shape).values():
+        result._view = Reshaped(a)
+    return result
 
 
 def _axes(axes: Any, ndim: int) -> tuple[int, ...]:

@@ -31,7 +31,7 @@ from dmesh.core.placement import Placement, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing.operands import reduce_in_place
-from dmesh.ops.indexing.views import writes_through
+from dmesh.ops.indexing.views import Derived, writes_through
 from dmesh.ops.registry import decompose
 from dmesh.triangles import tril_indices, triu_indices
 
@@ -118,7 +118,9 @@ def diagonal(a: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> DArray:
     axis1, axis2 = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
     if axis1 == axis2:
         raise ArgumentError("axis1 and axis2 cannot be the same")
-    return _diagonal_of(a, operator.index(offset), axis1, axis2)
+    result = _diagonal_of(a, operator.index(offset), axis1, axis2)
+    result._view = Derived("diagonal", read_only=True)  # NumPy's diagonal is a read-only view
+    return result
 
 
 @decompose(np.linalg.diagonal)

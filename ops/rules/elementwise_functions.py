@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from dmesh.ops.registry import Call, decompose, register, special_form
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.darray import DArray
+from dmesh.ops.indexing.views import assign_result
+from dmesh.ops.registry import Call, decompose, keyword_form, register, special_form
 from dmesh.ops.rules.elementwise import broadcast_shape, elementwise_rows
 
 # function -> names of its array operands (the other arguments are static)
@@ -84,6 +86,33 @@ def _run(func: Any, blocks: list[Any], call: Call) -> Any:
         given = dict(zip(names, blocks))
         return func(given["a"], given.get("a_min"), given.get("a_max"))
     return func(*blocks, **static)
+
+
+# NumPy's casting of out= for the functions that take it: ufuncs' same_kind
+# (np.clip, np.fix) and np.round's (its rint ufunc).
+_OUT_CASTING = {np.clip: "same_kind", np.fix: "same_kind", np.round: "same_kind", np.around: "same_kind"}
+
+
+@keyword_form(*_OUT_CASTING, keywords={"out"})
+def into_out(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.clip(a, lo, hi, out=o)`` (and np.round, np.around, np.fix with ``out=``): the
+    result by the rule, then written into ``o`` (through to its root when ``o`` is a
+    view that is no block view: ``np.clip(a[0], 2, 4, out=a[0])``). Collective."""
+    out = kwargs.pop("out")
+    casting = kwargs.pop("casting", _OUT_CASTING[func]) if func is np.clip else _OUT_CASTING[func]
+    target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if not isinstance(target, DArray):
+        raise ArgumentTypeError(
+            f"np.{func.__name__}(..., out=): out must be one DArray, got {type(out).__name__}"
+        )
+    result = func(*args, **kwargs)
+    if not isinstance(result, DArray) or result.shape != target.shape:
+        raise ArgumentError(
+            f"np.{func.__name__}(..., out=): out has shape {target.shape}, the result "
+            f"{np.shape(result)}"
+        )
+    assign_result(target, result, casting, f"np.{func.__name__}")
+    return target
 
 
 @special_form(np.where)
