@@ -88,18 +88,18 @@ def _run(func: Any, blocks: list[Any], call: Call) -> Any:
     return func(*blocks, **static)
 
 
-# NumPy's casting of out= for the functions that take it: ufuncs' same_kind
-# (np.clip, np.fix) and np.round's (its rint ufunc).
-_OUT_CASTING = {np.clip: "same_kind", np.fix: "same_kind", np.round: "same_kind", np.around: "same_kind"}
+# The functions with out=; NumPy casts into it as its ufuncs do, same_kind (np.clip,
+# np.fix's floor/ceil, np.round's rint), np.clip alone taking casting= too.
+_WITH_OUT = (np.clip, np.fix, np.round, np.around)
 
 
-@keyword_form(*_OUT_CASTING, keywords={"out"})
+@keyword_form(*_WITH_OUT, keywords={"out"})
 def into_out(func: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.clip(a, lo, hi, out=o)`` (and np.round, np.around, np.fix with ``out=``): the
     result by the rule, then written into ``o`` (through to its root when ``o`` is a
     view that is no block view: ``np.clip(a[0], 2, 4, out=a[0])``). Collective."""
     out = kwargs.pop("out")
-    casting = kwargs.pop("casting", _OUT_CASTING[func]) if func is np.clip else _OUT_CASTING[func]
+    casting = kwargs.pop("casting", "same_kind") if func is np.clip else "same_kind"
     target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
     if not isinstance(target, DArray):
         raise ArgumentTypeError(
