@@ -117,13 +117,12 @@ class ArrayMethods:
         """``a.view()``: a new DArray on the same blocks, so writes through either reach both
         (a detached view stays one); with a ``dtype`` of the same item size, the blocks
         reinterpreted as it (``a.view(np.int64)`` of float64 data)."""
-        from dmesh.darray import DArray  # (the class this mixin is part of)
-
         if type is not None:
             raise UnsupportedError("a.view(type=...) on DArrays: only dtype= (or nothing)")
         this: Any = self
+        made: Any = self.__class__  # DArray (this mixin's class)
         if dtype is None:
-            result = DArray(this._local.view(), this._spec)
+            result = made(this._local.view(), this._spec)
         else:
             dtype = np.dtype(dtype)
             if dtype.itemsize != self.dtype.itemsize or any(
@@ -133,7 +132,7 @@ class ArrayMethods:
                     f"a.view({dtype}) of a {self.dtype} DArray: only a dtype of the same item "
                     f"size ({self.dtype.itemsize} bytes), on an array without partial terms"
                 )
-            result = DArray(this._local.view(dtype), this._spec.with_dtype(dtype))
+            result = made(this._local.view(dtype), this._spec.with_dtype(dtype))
         result._view = this._view
         return result
 
