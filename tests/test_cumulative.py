@@ -13,8 +13,8 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from helpers import BitVerdict, assert_raises_all
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError
+from helpers import BitVerdict, assert_equal_all, assert_raises_all
 
 R = Replicate()
 
@@ -90,5 +90,26 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     a = dmesh.distribute(np.ones((4, 3)), mesh, [Shard(0)] + [R] * (mesh.ndim - 1))
     assert_raises_all(comm, ArgumentError, np.cumulative_sum, a, match="axis")
     assert_raises_all(comm, ArgumentError, np.nancumsum, a, axis=2, match="out of bounds")
-    assert_raises_all(comm, UnsupportedError, np.cumulative_prod, a, axis=0, out=np.ones((4, 3)),
-                      match="out=")  # fmt: skip
+    assert_raises_all(comm, ArgumentTypeError, np.cumulative_prod, a, axis=0,
+                      out=np.ones((4, 3)), match="out=")  # fmt: skip
+    assert_raises_all(comm, ArgumentError, np.cumsum, a, axis=0, out=a[:2], match="out=")
+
+
+def test_out_writes_through_views(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """``out=`` of scans and argmax/argmin: the result written into ``out`` (cast as NumPy
+    casts it), a row of a row-sharded array included (a view that is no block view)."""
+    rest = [R] * (mesh.ndim - 1)
+    x = np.arange(20.0).reshape(4, 5) * 1.5 - 7
+    for placements in ([Shard(0), *rest], [Shard(1), *rest], [R, *rest]):
+        want, d = x.copy(), dmesh.distribute(x, mesh, placements)
+        ints = dmesh.distribute(np.zeros((4, 5), np.int64), mesh, placements)
+        for out in (want, d):
+            np.cumsum(out[1], out=out[2])
+            np.cumprod(out[:, 0], out=out[:, 4])
+            np.cumulative_sum(out, axis=0, out=out)
+        np.cumsum(d, axis=1, out=ints)
+        np.argmax(d, axis=0, out=ints[3])
+        want_ints = np.cumsum(want, axis=1).astype(np.int64)
+        want_ints[3] = np.argmax(want, axis=0)
+        assert_equal_all(comm, d.full_array(), want)
+        assert_equal_all(comm, ints.full_array(), want_ints)

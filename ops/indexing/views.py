@@ -49,7 +49,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.darray import DArray
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "reshaped_write",
     "root_key",
     "write_back",
+    "write_out",
     "writes_through",
     "writing",
 ]  # fmt: skip
@@ -362,3 +363,27 @@ def assign_result(target: DArray, result: DArray, casting: Any, name: str) -> No
             f"with casting rule {casting!r}"
         )
     target[...] = result
+
+
+def write_out(name: str, result: Any, out: Any, casting: str = "unsafe") -> DArray:
+    """``out=`` of a function computed without it: ``result`` written into the one DArray of
+    ``out`` (through to its root for a detached view), checked first on every rank alike:
+    ``out`` must be one DArray of the result's shape, on its mesh. Returns ``out``'s array."""
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], DArray):
+        raise ArgumentTypeError(
+            f"np.{name}(..., out=): out must be one DArray, got {type(out).__name__}; make it "
+            "one with dmesh.zeros(shape, mesh=mesh, placements=...)"
+        )
+    target = outs[0]
+    if (
+        not isinstance(result, DArray)
+        or result.shape != target.shape
+        or result.mesh is not target.mesh
+    ):
+        raise ArgumentError(
+            f"np.{name}(..., out=): the result of shape {np.shape(result)} does not fit out "
+            f"{target.spec}; out needs the result's shape and mesh"
+        )
+    assign_result(target, result, casting, f"np.{name}")
+    return target

@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
-from dmesh.collectives.errors import ArgumentError, AxisArgumentError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, AxisArgumentError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import write_out
 from dmesh.ops.registry import decompose
 
 _FAR = np.iinfo(np.int64).max  # the index of a candidate that does not exist
@@ -174,7 +175,7 @@ def _nan_arg(a: Any, axis: Any, out: Any, keepdims: Any, find_max: bool) -> Any:
 def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """``np.argmax`` on a DArray: global indices, replicated along the reduced axes."""
     if out is not None:
-        raise UnsupportedError("np.argmax(..., out=) on DArrays is not supported yet")
+        return write_out("argmax", _extreme(a, axis, keepdims, True, "argmax"), out)
     return _extreme(a, axis, keepdims, True, "argmax")
 
 
@@ -182,5 +183,5 @@ def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False)
 def argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """``np.argmin`` on a DArray: global indices, replicated along the reduced axes."""
     if out is not None:
-        raise UnsupportedError("np.argmin(..., out=) on DArrays is not supported yet")
+        return write_out("argmin", _extreme(a, axis, keepdims, False, "argmin"), out)
     return _extreme(a, axis, keepdims, False, "argmin")

@@ -24,6 +24,7 @@ from dmesh.collectives.errors import ArgumentError, AxisArgumentError, Unsupport
 from dmesh.core.layout import sharding_mesh_dims
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.indexing.views import write_out
 from dmesh.ops.registry import decompose
 
 # Associative ufuncs whose accumulate can start from the previous blocks' total.
@@ -43,8 +44,8 @@ def _scan(
 ) -> DArray:
     """Scan ``a`` along ``axis`` with ``local_scan`` on each block, then ``ufunc`` with the
     total of the blocks before (one all-gather of block totals)."""
-    if out is not None:
-        raise UnsupportedError(f"np.{name}(..., out=) on DArrays is not supported yet")
+    if out is not None:  # NumPy casts the scan into out (unsafe, as ufunc.accumulate)
+        return write_out(name, _scan(a, axis, None, ufunc, local_scan, name), out)
     if axis is None:  # NumPy scans the flattened array, in C order
         if a.ndim != 1:
             a = np.ravel(a)
@@ -109,7 +110,7 @@ def _cumulative(x: Any, ufunc: np.ufunc, axis: Any, dtype: Any, out: Any,
                 include_initial: bool, name: str) -> Any:  # fmt: skip
     """NumPy's ``_cumulative_func``: the scan, then the identity in front if asked."""
     if out is not None:
-        raise UnsupportedError(f"np.{name}(..., out=) on DArrays is not supported yet")
+        return write_out(name, _cumulative(x, ufunc, axis, dtype, None, include_initial, name), out)
     if x.ndim == 0:
         x = x.reshape(1)
     if axis is None:

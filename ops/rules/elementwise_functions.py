@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
-from dmesh.darray import DArray
-from dmesh.ops.indexing.views import assign_result
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.ops.indexing.views import write_out
 from dmesh.ops.registry import Call, decompose, keyword_form, register, special_form
 from dmesh.ops.rules.elementwise import broadcast_shape, elementwise_rows
 
@@ -100,19 +99,7 @@ def into_out(func: Any, *args: Any, **kwargs: Any) -> Any:
     view that is no block view: ``np.clip(a[0], 2, 4, out=a[0])``). Collective."""
     out = kwargs.pop("out")
     casting = kwargs.pop("casting", "same_kind") if func is np.clip else "same_kind"
-    target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-    if not isinstance(target, DArray):
-        raise ArgumentTypeError(
-            f"np.{func.__name__}(..., out=): out must be one DArray, got {type(out).__name__}"
-        )
-    result = func(*args, **kwargs)
-    if not isinstance(result, DArray) or result.shape != target.shape:
-        raise ArgumentError(
-            f"np.{func.__name__}(..., out=): out has shape {target.shape}, the result "
-            f"{np.shape(result)}"
-        )
-    assign_result(target, result, casting, f"np.{func.__name__}")
-    return target
+    return write_out(func.__name__, func(*args, **kwargs), out, casting)
 
 
 @special_form(np.where)

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
+from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.darray import DArray
-from dmesh.ops.indexing.views import assign_result
+from dmesh.ops.indexing.views import write_out
 from dmesh.ops.registry import keyword_form, special_form
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
@@ -75,7 +75,7 @@ def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) ->
         result = _reduce(func, source, initial if has_initial else np._NoValue, plain)
     if out is None:
         return result
-    return _write(func.__name__, result, out)
+    return write_out(func.__name__, result, out)
 
 
 def _reduce(func: Callable[..., Any], a: Any, initial: Any, plain: dict[str, Any]) -> Any:
@@ -113,28 +113,6 @@ def _masked_mean(
     result = np.true_divide(total, count)
     wanted = np.dtype(dtype) if dtype is not None else kind if kind.kind in "fc" else None
     return result.astype(wanted) if wanted is not None and result.dtype != wanted else result
-
-
-def _write(name: str, result: Any, out: Any) -> Any:
-    """Write ``result`` into the DArray ``out`` (``out=`` of a reduction)."""
-    outs = out if isinstance(out, tuple) else (out,)
-    if len(outs) != 1 or not isinstance(outs[0], DArray):
-        raise ArgumentTypeError(
-            f"np.{name}(..., out=): out must be one DArray, got {type(out).__name__}; make it "
-            "one with dmesh.zeros(shape, mesh=mesh, placements=...)"
-        )
-    target = outs[0]
-    if (
-        not isinstance(result, DArray)
-        or result.shape != target.shape
-        or result.mesh is not target.mesh
-    ):
-        raise ArgumentError(
-            f"np.{name}(..., out=): the result of shape {np.shape(result)} does not fit out "
-            f"{target.spec}; out needs the result's shape and mesh"
-        )
-    assign_result(target, result, "unsafe", f"np.{name}")
-    return target
 
 
 def _complex_extreme(find_max: bool) -> Callable[..., Any]:
