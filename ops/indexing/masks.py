@@ -127,9 +127,11 @@ def _row_bounds(a: DArray, count: int) -> tuple[tuple[Placement, ...], tuple[int
         return placements, None
     if all(a.mesh.shape[m] == 1 for m in mesh_dims):  # one block along dim 0: no message
         return placements, (0, count)
-    comm = a.mesh[mesh_dims].comm()  # rank order there is block order
-    counts = coll.all_gather(np.array([count], dtype=np.int64), 0, comm)
-    return placements, tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
+    # Rank order there is block order (one mesh dim: its own communicator, no lookup).
+    comm = a.mesh.comm(mesh_dims[0]) if len(mesh_dims) == 1 else a.mesh[mesh_dims].comm()
+    size = comm.Get_size()
+    counts = coll.all_gather(np.array([count], dtype=np.int64), 0, comm, sizes=[1] * size)
+    return placements, (0, *np.cumsum(counts).tolist())
 
 
 def _selection_layout(
@@ -166,6 +168,8 @@ def _mask_like(a: DArray, mask: DArray) -> DArray:
     """``mask`` laid out as ``a``'s leading dims (no move when it already is)."""
     layout = a.spec.layout
     k = mask.ndim
+    if k == a.ndim and mask._spec.layout == layout:  # (the usual mask: a's own layout)
+        return mask
     return mask.with_layout(Layout(layout.mesh_shape, layout.placements, mask.shape,
                                    layout.bounds[:k]))  # fmt: skip
 

@@ -53,7 +53,9 @@ def sort_records(keys: list[np.ndarray], payload: list[np.ndarray], comm: Any
         samples = primary[np.minimum(picks, n - 1)]
     else:
         samples = primary[:0]
-    counts = coll.all_gather(np.array([samples.size], dtype=np.int64), 0, comm)
+    counts = coll.all_gather(
+        np.array([samples.size], dtype=np.int64), 0, comm, sizes=[1] * comm.Get_size()
+    )
     pool = np.sort(coll.all_gather(samples, 0, comm, sizes=counts.tolist()), kind="stable")
     if pool.size:
         chosen = np.linspace(0, pool.size, p + 1)[1:-1].astype(np.int64)
@@ -85,7 +87,9 @@ def edges(block: np.ndarray, comm: Any) -> tuple[np.ndarray, np.ndarray]:
         return block[:0], block[:0]
     ends = np.concatenate([block[:1], block[-1:]])
     p, r = comm.Get_size(), comm.Get_rank()
-    sizes = coll.all_gather(np.array([ends.size], dtype=np.int64), 0, comm).tolist()
+    sizes = coll.all_gather(
+        np.array([ends.size], dtype=np.int64), 0, comm, sizes=[1] * comm.Get_size()
+    ).tolist()
     everything = coll.all_gather(ends, 0, comm, sizes=sizes)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     before = [q for q in range(r) if sizes[q]]

@@ -70,7 +70,9 @@ def wrap_uneven(local: np.ndarray, mesh: Any, mesh_dims: tuple[int, ...], comm: 
     if comm is None:
         layout = Layout(mesh.shape, placements, (local.shape[0],), (None,))
         return DArray(local, DArraySpec(mesh, layout, local.dtype))
-    sizes = coll.all_gather(np.array([local.shape[0]], dtype=np.int64), 0, comm)
+    sizes = coll.all_gather(
+        np.array([local.shape[0]], dtype=np.int64), 0, comm, sizes=[1] * comm.Get_size()
+    )
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(sizes)]))
     layout = Layout(mesh.shape, placements, (bounds[-1],), (bounds,))
     return DArray(local, DArraySpec(mesh, layout, local.dtype))

@@ -68,7 +68,9 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
         samples = block[np.minimum(picks, block.size - 1)]
     else:
         samples = block[:0]
-    counts = coll.all_gather(np.array([samples.size], dtype=np.int64), 0, comm)
+    counts = coll.all_gather(
+        np.array([samples.size], dtype=np.int64), 0, comm, sizes=[1] * comm.Get_size()
+    )
     everything = np.sort(coll.all_gather(samples, 0, comm, sizes=counts.tolist()), kind="stable")
     if everything.size:  # p - 1 splitters, every p-th sample
         chosen = np.linspace(0, everything.size, p + 1)[1:-1].astype(np.int64)
@@ -82,7 +84,9 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
     # (timsort's runs), and with the permutation the positions follow.
     merge = np.argsort(received, kind="stable") if want_indices else None
     merged = received[merge] if merge is not None else np.sort(received, kind="stable")
-    counts = coll.all_gather(np.array([merged.size], dtype=np.int64), 0, comm).tolist()
+    counts = coll.all_gather(
+        np.array([merged.size], dtype=np.int64), 0, comm, sizes=[1] * comm.Get_size()
+    ).tolist()
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
     layout = Layout(mesh.shape, a.placements, a.shape, (bounds,))
     values = DArray(merged, DArraySpec(mesh, layout, merged.dtype)).rebalance()
