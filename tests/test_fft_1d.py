@@ -169,3 +169,31 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
         assert_raises_all(comm, ArgumentError, np.fft.irfft, z, n=-2, match="data points")
         assert_raises_all(comm, ArgumentError, np.fft.irfft, z, n=16, norm="bad", match="norm")
         assert_raises_all(comm, ArgumentTypeError, np.fft.rfft, z, n=16, match="real")
+
+
+def test_real_transforms_of_even_lengths_are_half_length(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """rfft/irfft of an even ``n`` are complex transforms of ``n / 2`` points (float32 and
+    float64, every norm, a cut signal or spectrum): NumPy's values, the half spectrum in
+    balanced blocks (no block holds more than one block's share plus one four-step row)."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    with BitVerdict(comm) as v:
+        for dtype in (np.float32, np.float64):
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            x = RNG.standard_normal(1030).astype(dtype)
+            x[[3, 700]] = [1e6, -0.0]
+            a = dmesh.distribute(x, mesh, [Shard(0), *rest])
+            for n in (1024, 1030, 64):
+                for norm in NORMS:
+                    label = f"{np.dtype(dtype).name} n={n} {norm}"
+                    spectrum = np.fft.rfft(a, n=n, norm=norm)
+                    check(v, f"rfft {label}", spectrum, np.fft.rfft(x, n=n, norm=norm), tol)
+                    blocks = spectrum.spec.layout.sizes(0)
+                    share = (n // 2 + 1) / len(blocks)
+                    v.check(max(blocks) <= share + 64, f"rfft {label}: blocks {blocks}")
+                    half = np.fft.rfft(x, n=n, norm=norm)
+                    check(v, f"irfft {label}", np.fft.irfft(spectrum, n=n, norm=norm),
+                          np.fft.irfft(half, n=n, norm=norm), tol)  # fmt: skip
+                    check(v, f"irfft cut {label}", np.fft.irfft(spectrum, n=n - 2, norm=norm),
+                          np.fft.irfft(half, n=n - 2, norm=norm), tol)  # fmt: skip

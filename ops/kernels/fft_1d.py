@@ -43,6 +43,7 @@ from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Shard, shorts
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
+from dmesh.ops.kernels import fft_real_1d
 
 __all__ = ["factor", "four_step", "sharded_1d"]
 
@@ -97,6 +98,9 @@ def sharded_1d(a: DArray, kind: str, n: int | None, norm: Any) -> DArray:
     if n < 1:
         raise ArgumentError(f"np.fft.{kind}: Invalid number of FFT data points ({n}) specified.")
     a = a.reduce_partials()
+    if kind in ("rfft", "irfft") and fft_real_1d.applies(a, kind, n):  # n / 2 complex points
+        half = fft_real_1d.rfft_half if kind == "rfft" else fft_real_1d.irfft_half
+        return half(a, n, norm, four_step)
     if kind == "irfft":
         y = four_step(_hermitian(a, n), n, True, norm, kind)
         real = array_module(y.local).ascontiguousarray(y.local.real)
