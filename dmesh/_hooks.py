@@ -21,6 +21,11 @@ dispatch_donated: Callable[[Any, tuple[Any, ...], int], Any] | None = None
 # (ufunc, inputs) -> result of ``ufunc(*inputs)`` for DArray operators with
 # DArray or Python scalar operands, past NumPy's protocol; installed by ops.dispatch.
 dispatch_operator: Callable[[Any, tuple[Any, ...]], Any] | None = None
+# (ufunc, view, scalar) -> the view, or None: ``view op= scalar`` made straight on the
+# blocks of a live detached view (``row = a[4]; row += 1``), past the ufunc hook's
+# keyword handling; None where it does not apply. Installed by ops.dispatch (None
+# while a debug tool watches).
+in_place_view: Callable[[Any, Any, Any], Any] | None = None
 # The op layer's step cache while no debug tool watches (None while one does):
 # DArray's operators read a cached plain call's fused closure from it directly,
 # as ``dispatch_operator`` would (``dmesh.ops.pipeline.steps``); installed by ops.dispatch.

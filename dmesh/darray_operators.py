@@ -74,6 +74,11 @@ def _in_place(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable[[An
     def method(self: Any, other: Any) -> Any:
         dispatch = _hooks.dispatch_ufunc
         if dispatch is not None and _no_other_override(self, other):
+            fast = _hooks.in_place_view
+            if fast is not None and self._view is not None and not power:
+                done = fast(ufunc, self, other)  # row += 1 on a view a[4]: on its blocks
+                if done is not None:
+                    return done
             u = power_ufunc(self.dtype, other) if power else ufunc
             inputs = (self, other) if u is ufunc else (self,)
             return dispatch(u, "__call__", inputs, {"out": (self,)})

@@ -36,7 +36,7 @@ from dmesh.ops.registry import (
 )
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
-from dmesh.ops.ufunc_keywords import into, masked
+from dmesh.ops.ufunc_keywords import in_place_view, into, masked
 
 __all__ = [
     "call_ufunc", "dispatch_donated", "dispatch_function", "dispatch_ufunc", "function_label",
@@ -302,12 +302,14 @@ def _connect(watched: bool) -> None:
         _hooks.dispatch_donated = _watched_donated
         _hooks.dispatch_operator = _watched_operator
         _hooks.operator_steps = None  # (every op through the watched hooks)
+        _hooks.in_place_view = None
     else:
         _hooks.dispatch_ufunc = dispatch_ufunc
         _hooks.dispatch_function = dispatch_function
         _hooks.dispatch_donated = dispatch_donated
         _hooks.dispatch_operator = call_ufunc
         _hooks.operator_steps = steps
+        _hooks.in_place_view = in_place_view
 
 
 def function_label(func: Any) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import (
     ArgumentError,
@@ -21,6 +22,7 @@ from dmesh.collectives.errors import (
     ShardingError,
     UnsupportedError,
 )
+from dmesh.core.scalars import KEY_SCALARS
 from dmesh.darray import DArray
 from dmesh.ops import aligned
 from dmesh.ops.indexing.views import ViewOf, assign_result, writing
@@ -38,7 +40,7 @@ from dmesh.ops.propagation import decide, rebased
 from dmesh.ops.registry import Call, Rule, decomposition_for
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 
-__all__ = ["into", "masked"]
+__all__ = ["in_place_view", "into", "masked"]
 
 PlainCall = Callable[[np.ufunc, tuple[Any, ...], dict[str, Any]], DArray]
 
@@ -54,22 +56,10 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
-    view = target._view
-    if (
-        type(view) is ViewOf
-        and view.live
-        and not kwargs
-        and ufunc.nout == 1
-        and ufunc.signature is None
-        and all(x is target or isinstance(x, SCALARS) for x in inputs)
-    ):
-        # row += 1 on a live view a[i] (dmesh.ops.indexing.views): the holders' blocks are
-        # a's elements, so they compute in place; the other ranks keep their identity terms
-        # and compute into scratch only so that an error (a cast) is raised on every rank.
-        block = target._local
-        into_block = block if view.held else array_module(block).empty_like(block)
-        ufunc(*[block if x is target else x for x in inputs], out=into_block)
-        return target
+    if not kwargs and all(x is target or isinstance(x, SCALARS) for x in inputs):
+        done = _live_in_place(ufunc, target, inputs)
+        if done is not None:
+            return done
     if not kwargs and target._view is None and ufunc.signature is None:
         # A cached call whose result is laid out like out (a += b, np.add(a, b, out=o)):
         # computed straight into out's block, no temporary and no copy.
@@ -137,6 +127,31 @@ def _laid_out_as(step: Step, inputs: tuple[Any, ...], out: Any) -> Step | None:
         _into_steps.clear()
     _into_steps[id(step), out] = (step, into_step)
     return into_step
+
+
+def _live_in_place(ufunc: np.ufunc, target: DArray, inputs: tuple[Any, ...]) -> Any:
+    """``ufunc(*inputs, out=target)`` for a live detached view ``target`` and scalar other
+    operands, or None where that does not apply.
+
+    ``row += 1`` on a live view ``a[i]`` (dmesh.ops.indexing.views): the holders' blocks
+    are ``a``'s elements, so they compute in place; the other ranks keep their identity
+    terms and compute into scratch only so that an error (a cast) is raised on every rank.
+    """
+    view = target._view
+    if type(view) is not ViewOf or not view.live or ufunc.nout != 1 or ufunc.signature:
+        return None
+    block = target._local
+    into_block = block if view.held else array_module(block).empty_like(block)
+    ufunc(*[block if x is target else x for x in inputs], out=into_block)
+    return target
+
+
+def in_place_view(ufunc: np.ufunc, target: DArray, other: Any) -> Any:
+    """``target op= other`` for a live detached view and a scalar ``other``, straight from
+    DArray's in-place operators (``dmesh._hooks.in_place_view``); None otherwise."""
+    if type(other) not in KEY_SCALARS or _hooks.recorder is not None:
+        return None
+    return _live_in_place(ufunc, target, (target, other))
 
 
 def _one_out(name: str, out: Any) -> DArray:
