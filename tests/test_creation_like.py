@@ -184,3 +184,35 @@ def test_nep35_refusals_raise_everywhere(comm: MPI.Intracomm, mesh: dmesh.Device
     assert_raises_all(comm, UnsupportedError, np.full, 3, a, like=a, match="fill_value")
     assert_raises_all(comm, UnsupportedError, np.array, a, ndmin=3, like=a, match="ndmin")
     assert_raises_all(comm, ValueError, np.asarray, a, np.int8, copy=False, like=a)
+
+
+def test_shape_keeps_the_sharding_of_aligned_trailing_dims(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """``np.zeros_like(u, shape=(steps, n))`` of a sharded ``u`` of ``n`` points keeps ``u``'s
+    blocks on its last dim (trailing dims align, as in broadcasting), so that storing
+    ``U[t] = u`` moves nothing; a shape with no dim to carry the sharding takes the
+    creation default. No message either way."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    with Verdict(comm) as verdict:
+        u = dmesh.distribute(np.arange(12.0), mesh, [Shard(0), *rest])[1:]  # uneven
+        with debug.CommMode() as mode:
+            made = [np.zeros_like(u, shape=(4, 11)), np.full_like(u, 2.5, shape=(2, 3, 11)),
+                    np.empty_like(u, shape=(4, 11), dtype=np.int32)]  # fmt: skip
+            other = np.ones_like(u, shape=(11, 4))
+        verdict.check(mode.counts() == {}, f"communicated: {mode.counts()}")
+        for got in made:
+            last = got.ndim - 1
+            verdict.check(got.placements[0] == Shard(last), f"{got.spec}")
+            verdict.check(got.spec.layout.bounds[last] == u.spec.layout.bounds[0], f"{got.spec}")
+        verdict.check(np.array_equal(made[1].full_array(), np.full((2, 3, 11), 2.5)), "full")
+        verdict.check(np.array_equal(other.full_array(), np.ones((11, 4))), "ones, default")
+        U = made[0]
+        with debug.CommMode() as mode:
+            U[0] = u
+            U[1] = U[0] * 2
+        verdict.check(mode.counts() == {}, f"U[t] = u communicated: {mode.counts()}")
+        want = np.zeros((4, 11))
+        want[0] = np.arange(1.0, 12.0)
+        want[1] = want[0] * 2
+        verdict.check(np.array_equal(U.full_array(), want), f"{U.full_array()}")

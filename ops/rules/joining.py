@@ -293,6 +293,8 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     """
     from dmesh.ops.kernels.joins import join
 
+    if axis is None and a.ndim == 1 and type(shift) is int:  # already flat: axis 0
+        axis = 0
     if axis is None:
         flat = np.ravel(a)
         rolled = _roll_axis(flat, int(np.sum(np.asarray(shift, dtype=np.int64))), 0, join)
