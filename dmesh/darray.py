@@ -66,7 +66,7 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
     # _view: None, or where a detached view's elements live (an int index on a
     # sharded dim, a selection of a partial array, mirrored blocks): a record
     # of dmesh.ops.indexing.views, which routes writes through it to its root.
-    __slots__ = ("_local", "_spec", "_view")
+    __slots__ = ("_contiguous", "_local", "_spec", "_view")
     # NumPy calls on DArrays go to the op dispatcher (installed by ``ops``).
     # Operators are ufuncs (NDArrayOperatorsMixin), called directly where they
     # can (dmesh.darray_operators).
@@ -99,6 +99,10 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
         self._local = local
         self._spec = spec
         self._view: Any = None
+        # Known to be C-contiguous as NumPy would see it (a slice of a whole array that
+        # NumPy's reshape turns into a view): set by slicing; a block that owns its
+        # memory is whole too (ops.kernels.views asks both before writing a reshape back).
+        self._contiguous = False
 
     # -- description (local) ---------------------------------------------------
     @property

@@ -25,7 +25,7 @@ from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.indexing import basic, views
 from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
-from dmesh.ops.indexing.views import ViewOf, normalize
+from dmesh.ops.indexing.views import ViewOf, c_contiguous, normalize
 
 __all__ = [
     "NOWHERE", "Selection", "block_views", "getitem", "held_views", "plain_key", "scalar_writes",
@@ -100,7 +100,7 @@ _selections: dict[tuple[DArraySpec, Any], Selection] = {}
 # The selections that are a view of the rank's block and need nothing more
 # (held here, not detached, not mirrored): (spec, plain key) -> (block key,
 # result spec), read first by :func:`getitem`.
-block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec]] = {}
+block_views: dict[tuple[DArraySpec, Any], tuple[tuple[Any, ...], DArraySpec, bool]] = {}
 # The detached selections (an int on a sharded dim, a partial array's) whose
 # elements this rank holds: (spec, plain key) -> (block key, result spec, items,
 # live, owners), the ViewOf they get (dmesh.ops.indexing.views).
@@ -152,7 +152,7 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
         scalar_writes.clear()
     _selections[cache_key] = found
     if local is not None and not detached and not plan.mirrored:
-        block_views[cache_key] = (local, result)
+        block_views[cache_key] = (local, result, c_contiguous(spec.shape, key))
     if local is not None and detached and not plan.mirrored:
         held_views[cache_key] = (local, result, items, live, plan.owners)
     if not plan.mirrored and not partial and (local is not None or spec.ndim):
@@ -170,7 +170,10 @@ def getitem(a: DArray, key: Any) -> DArray:
     if type(a) is DArray and a._view is None and _hooks.before_block_access is None:
         if block_view is not None:
             # The common case: a view of this rank's block, nothing else to record.
-            return DArray(a._local[block_view[0]], block_view[1])
+            result = DArray(a._local[block_view[0]], block_view[1])
+            if block_view[2] and (a._contiguous or a._local.base is None):  # (views.whole)
+                result._contiguous = True  # (a[1:] of a whole a: NumPy's reshape is a view)
+            return result
         held = held_views.get((spec, hashable))
         if held is not None:  # a[1] of a row-sharded a, on the rank holding the row
             local, result_spec, items, live, owners = held
@@ -192,4 +195,6 @@ def getitem(a: DArray, key: Any) -> DArray:
         views.record(a, key, result, bool(plan.owners), False, local is not None)
     elif plan.detached:
         result._view = ViewOf(a, plan.items, plan.live, local is not None, plan.owners)
+    elif local is not None and views.whole(a) and c_contiguous(spec.shape, key):
+        result._contiguous = True  # (as the cached path above)
     return result

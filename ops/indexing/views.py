@@ -59,6 +59,7 @@ __all__ = [
     "Reshaped",
     "ViewOf",
     "assign_result",
+    "c_contiguous",
     "compose",
     "function_of_view",
     "normalize",
@@ -66,6 +67,7 @@ __all__ = [
     "refresh",
     "reshaped_write",
     "root_key",
+    "whole",
     "write_back",
     "write_out",
     "writes_through",
@@ -152,6 +154,21 @@ VIEW_FUNCTIONS: frozenset[Any] = frozenset((
 READ_ONLY: frozenset[Any] = frozenset((np.broadcast_to, np.diagonal))
 
 
+def c_contiguous(shape: tuple[int, ...], key: Any) -> bool:
+    """Whether NumPy's ``x[key]`` of a C-contiguous ``x`` of ``shape`` is C-contiguous: its
+    own flags on a stand-in of byte strides over one byte (nothing allocated or read)."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    stand_in = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), shape, strides)
+    return bool(stand_in[key].flags.c_contiguous)
+
+
+def whole(a: DArray) -> bool:
+    """Whether ``a`` is known to be C-contiguous as NumPy sees it (see DArray._contiguous)."""
+    return bool(getattr(a, "_contiguous", False)) or a._local.base is None
+
+
 def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Any) -> Any:
     """``func(*args, **kwargs)`` for a view function of the detached view ``args[0]``.
 
@@ -167,6 +184,13 @@ def function_of_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], r
         result = run(func, (type(x),), args, kwargs)
     finally:
         x._view = view
+    if func in (np.reshape, np.ravel) and type(view) is ViewOf and isinstance(result, DArray):
+        # a[1].reshape(2, 3): NumPy's reshape of a contiguous row is a view, written
+        # back through the row to a; of a strided one (a column) a copy, as here.
+        if whole(view.root) and c_contiguous(view.root.shape, root_key(view.items)):
+            result._view = Reshaped(x)
+            return result
+        return DArray(result._local.copy(), result._spec)
     marker = view if type(view) is Derived else Derived(func.__name__, func in READ_ONLY)
     for out in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(out, DArray):

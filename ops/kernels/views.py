@@ -34,7 +34,7 @@ from dmesh.core.layout import Layout, balanced_bounds, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
-from dmesh.ops.indexing.views import Reshaped
+from dmesh.ops.indexing.views import Reshaped, whole
 from dmesh.ops.registry import decompose
 
 # old sharded dim -> (new dim, old row length, new row length), or None: not contiguous
@@ -209,9 +209,12 @@ def ravel(a: Any, order: str = "C") -> DArray:
 def _written_back(a: DArray, shape: tuple[int, ...]) -> DArray:
     """``a`` in ``shape``; where elements had to move (a copy, where NumPy's reshape of a
     C-contiguous array is a view), writes through the result reach ``a``: it is
-    marked :class:`~dmesh.ops.indexing.views.Reshaped`, written back after each write."""
+    marked :class:`~dmesh.ops.indexing.views.Reshaped`, written back after each write.
+    Only where NumPy's reshape is a view: ``a`` is known to be C-contiguous as NumPy
+    sees it (a block that owns its memory, or a contiguous slice of one, ``a[1:]``);
+    of anything else (``a[:, :3]``, ``a.T``: NumPy's reshape copies) it stays a copy."""
     result = _reshaped(a, shape)
-    if a.size and None in _mapping(a.spec.layout, shape).values():
+    if whole(a) and a.size and None in _mapping(a.spec.layout, shape).values():
         result._view = Reshaped(a)
     return result
 
