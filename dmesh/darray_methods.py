@@ -311,14 +311,17 @@ class FlatView:
         return _np.ravel(self._array)[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        # Only an integer: a flat slice of a block sharded on a later dim is no view,
-        # and every rank must take the same path (decided from the shape alone).
+        # Every rank takes the same path, decided from the key and the shape alone.
+        size = self.size
+        if isinstance(key, slice):  # a.flat[::2] = v: np.put at those flat indices (NumPy
+            flat = range(size)[key]  # repeats a short v, as np.put does)
+            _np.put(self._array, np.arange(flat.start, flat.stop, flat.step), value)
+            return
         if not isinstance(key, (int, np.integer)) or isinstance(key, bool):
             raise ArgumentError(
-                f"a.flat[key] = v of a DArray takes an integer key; got {key!r}: "
+                f"a.flat[key] = v of a DArray takes an integer or a slice; got {key!r}: "
                 "write through a[index] (or np.put for flat indices) instead"
             )
-        size = self.size
         if not -size <= key < size:
             raise ArgumentError(f"a.flat[{key}]: index out of range for size {size}")
         self._array[_np.unravel_index(int(key) % size, self._array.shape)] = value

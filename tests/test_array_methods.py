@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import ArgumentError
-from helpers import BitVerdict, assert_raises_all
+from helpers import BitVerdict, Verdict, assert_raises_all
 
 X = np.array([[3.0, -1.5, np.nan], [-0.0, 2.0, 7.0], [np.inf, -4.0, 0.5], [1.0, 1.0, -np.inf],
               [5.0, 0.0, -2.0]])  # fmt: skip
@@ -127,12 +126,21 @@ def test_real_imag_setters_and_astype(comm: MPI.Intracomm, mesh: dmesh.DeviceMes
     assert_raises_all(comm, TypeError, r.astype, np.int8, casting="safe", match="cannot cast")
 
 
-@pytest.mark.parametrize("key", [slice(1, 3), (0,)])
-def test_flat_assignment_takes_an_integer(
-    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, key: object
+def test_flat_assignment_takes_an_integer_or_a_slice(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
 ) -> None:
+    """``a.flat[i] = v`` and ``a.flat[start:stop:step] = v`` (a short ``v`` repeated, as
+    NumPy repeats it) on every layout; a tuple key raises on every rank."""
+    with Verdict(comm) as verdict:
+        for placements in _layouts(mesh):
+            a, y = dmesh.distribute(X, mesh, placements), X.copy()
+            for key, value in ((slice(1, 3), 1.0), (slice(None, None, 4), [7.0, -0.0]),
+                               (slice(-2, None), np.inf), (slice(5, 2), 3.0)):  # fmt: skip
+                a.flat[key] = value
+                y.flat[key] = value
+            verdict.check(np.array_equal(a.full_array(), y, equal_nan=True), f"{placements}")
     a = dmesh.distribute(X, mesh, _layouts(mesh)[0])
-    assert_raises_all(comm, ArgumentError, a.flat.__setitem__, key, 1.0, match="integer key")
+    assert_raises_all(comm, ArgumentError, a.flat.__setitem__, (0,), 1.0, match="or a slice")
 
 
 def test_astype_of_partial_arrays_casts_the_value(
