@@ -198,10 +198,17 @@ def fft_four_step(
     ``3 ((k-1) alpha + (k-1)/k^2 n s beta)``. ``rfft`` of an odd ``n`` is
     ``fft``'s traffic (its result is a local cut); ``irfft`` of an odd ``n``
     first builds the full spectrum of ``n`` points with a distributed take (as
-    :func:`fftshift`'s). Not modelled (``ValueError``): lengths with no such
-    split (Bluestein's convolution), and ``rfft``/``irfft`` of an even ``n``
-    with at least two points per block, which transform ``n / 2`` complex
-    points (``dmesh.ops.kernels.fft_real_1d``).
+    :func:`fftshift`'s). ``rfft`` of a real signal of ``n`` points and ``irfft``
+    of at least ``n / 2 + 1``, ``n`` even with at least two points per block,
+    transform ``n / 2`` complex points (``dmesh.ops.kernels.fft_real_1d``):
+    ``rfft`` moves the signal into blocks at even offsets, makes the four-step
+    calls of ``n / 2`` points, mirrors the spectrum (one ``permute``), rolls it
+    by one cell (an ``all_to_all`` of one element each), lays it back (a
+    transfer) and shares ``Z[0]`` (an ``all_reduce``); ``irfft`` lays out the
+    half spectrum and its mirror (a transfer, a ``permute``, a transfer) before
+    the inverse four-step. Not modelled (``ValueError``): lengths with no such
+    split (Bluestein's convolution), and the half-length path on a mesh with
+    replicated blocks.
     """
     mesh_shape = tuple(mesh_shape)
     if n is None:
@@ -211,12 +218,16 @@ def fft_four_step(
     if kind not in KINDS or split is None or n < length:
         raise ValueError(f"fft_four_step: {kind} of {length} points, n={n}: not modelled")
     blocks = axis_blocks(start, 0)
-    half_input = length if kind == "rfft" else n // 2 + 1
-    if kind in ("rfft", "irfft") and n % 2 == 0 and n // 2 >= 2 * blocks and length >= half_input:
-        # dmesh.ops.kernels.fft_real_1d: a complex transform of n / 2 points with the
-        # spectrum mirrored around it (a permute, a one-cell roll, a scalar all-reduce):
-        # not modelled here yet.
-        raise ValueError(f"fft_four_step: {kind} of even n={n} (half-length path): not modelled")
+    half_input = n if kind == "rfft" else n // 2 + 1  # (fft_real_1d.applies)
+    real_in = np.dtype(dtype).kind in ("biuf" if kind == "rfft" else "fc")
+    if (
+        kind in ("rfft", "irfft")
+        and real_in
+        and n % 2 == 0
+        and n // 2 >= 2 * blocks
+        and length >= half_input
+    ):
+        return _half_length(start, length, n, kind, np.dtype(dtype))
     item = np.dtype(dtype).itemsize
     cplx = _after(np.dtype(dtype), ["ifft" if kind == "irfft" else "fft"]).itemsize
 
@@ -246,6 +257,75 @@ def _four_step_calls(start: Layout, length: int, n: int, split: tuple[int, int],
                 calls += _move_calls(current, step[1], cplx, coord)
             current = step[-1]
     return calls + _move_calls(current, _with_shard(start, 1, (n1, n2)), cplx, coord)
+
+
+# -- rfft/irfft of an even n: a complex transform of n / 2 points -------------------------
+def _mirror_calls(layout: Layout, item: int, coord: tuple[int, ...]) -> list[Call]:
+    """``a[::-1]`` of a 1-D ``layout``: block ``j`` to block ``k - 1 - j``, one ``permute``."""
+    sizes = layout.sizes(0)
+    k, j = len(sizes), layout.block_number(coord, 0)
+    pairs = [(i, k - 1 - i) for i in range(k) if sizes[i] and i != k - 1 - i]
+    if not pairs:
+        return []
+    sent = sizes[j] * item if (j, k - 1 - j) in pairs else 0
+    received = sizes[k - 1 - j] * item if (k - 1 - j, j) in pairs else 0
+    return [Call("permute", k, sent, received)]
+
+
+def _mirrored(layout: Layout) -> Layout:
+    cut = layout.bounds[0]
+    assert cut is not None
+    k, n = len(cut) - 1, layout.shape[0]
+    bounds = (tuple(n - cut[k - j] for j in range(k + 1)),)
+    return Layout(layout.mesh_shape, layout.placements, layout.shape, bounds)
+
+
+def _cut(layout: Layout, lo: int, hi: int) -> Layout:
+    """``layout`` of a 1-D array seen through ``a[lo:hi]`` (a view: no call)."""
+    cut = layout.bounds[0]
+    assert cut is not None
+    bounds = (tuple(min(max(b - lo, 0), hi - lo) for b in cut),)
+    return Layout(layout.mesh_shape, layout.placements, (hi - lo,), bounds)
+
+
+def _half_length(start: Layout, length: int, n: int, kind: str, dtype: np.dtype) -> list[Traffic]:
+    """``rfft``/``irfft`` of an even ``n`` (``dmesh.ops.kernels.fft_real_1d``), on a mesh whose
+    every rank holds its own block (no replicated mesh dim of more than one rank)."""
+    mesh_shape = start.mesh_shape
+    k = axis_blocks(start, 0)
+    if math.prod(mesh_shape) != k:
+        raise ValueError(
+            f"fft_four_step: {kind} of even n={n} with replicated blocks: not modelled"
+        )
+    h = n // 2
+    split = four_step_split(h, k)
+    if split is None:  # Bluestein's length for the n/2-point transform
+        raise ValueError(f"fft_four_step: {kind} of n={n}: n/2 has no split, not modelled")
+    half = _with_shard(start, 0, (h,))
+    item = dtype.itemsize
+    cplx = _after(dtype, ["rfft" if kind == "rfft" else "ifft"]).itemsize
+    rows = _with_shard(start, 1, split)
+    spectrum = Layout(mesh_shape, start.placements, (h,),
+                      (tuple(split[0] * b for b in rows.bounds[1]),))  # type: ignore[union-attr]  # fmt: skip
+
+    def calls_at(coord: tuple[int, ...]) -> list[Call]:
+        if kind == "rfft":
+            paired = tuple(2 * b for b in half.bounds[0])  # type: ignore[union-attr]
+            pairs = Layout(mesh_shape, start.placements, (n,), (paired,))
+            calls = _move_calls(_cut(start, 0, n), pairs, item, coord)
+            calls += _four_step_calls(half, h, h, split, cplx, cplx, False, coord)
+            calls += _mirror_calls(spectrum, cplx, coord)
+            if k > 1:  # the one-cell roll: each block's last cell to the next block
+                calls.append(Call("all_to_all", k, cplx, cplx))
+            calls += _move_calls(_mirrored(spectrum), spectrum, cplx, coord)
+            return calls + [Call("all_reduce", k, cplx, cplx)]  # Z[0], to every rank
+        calls = _move_calls(_cut(start, 0, h), half, item, coord)
+        upper = _cut(start, 1, h + 1)
+        calls += _mirror_calls(upper, item, coord)
+        calls += _move_calls(_mirrored(upper), half, item, coord)
+        return calls + _four_step_calls(half, h, h, split, cplx, cplx, True, coord)
+
+    return per_rank(mesh_shape, calls_at)
 
 
 # -- distributed takes: fftshift, and irfft's Hermitian spectrum ---------------------------
