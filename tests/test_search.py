@@ -153,3 +153,22 @@ def test_sort_keywords(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
         assert_equal_all(comm, np.sort(d, axis=None, stable=True).full_array(),
                          np.sort(ties, axis=None, stable=True))  # fmt: skip
         assert_raises_all(comm, ValueError, np.argsort, d, kind="stable", stable=True)
+
+
+def test_default_argsort_of_a_sharded_axis_is_a_valid_order(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """Without ``stable``, each block is argsorted by NumPy's default (introsort): ties may
+    come in any order, as NumPy's default allows, but the indices are a permutation that
+    sorts the array (NaNs last), the same on every rank."""
+    x = np.random.default_rng(5).integers(0, 5, 301).astype(np.float64)
+    x[[7, 150, 299]] = np.nan
+    with BitVerdict(comm) as v:
+        for placements in ([Shard(0)] * mesh.ndim, [Shard(0)] + [Replicate()] * (mesh.ndim - 1)):
+            d = dmesh.distribute(x, mesh, placements)
+            order = np.argsort(d).full_array()
+            v.check(np.array_equal(np.sort(order), np.arange(x.size)), "not a permutation")
+            v.check(np.array_equal(x[order], np.sort(x), equal_nan=True), "not sorted")
+            v.bits(f"argsort {placements}", order)
+            stable = np.argsort(d, kind="stable").full_array()
+            v.check(np.array_equal(stable, np.argsort(x, kind="stable")), "stable order")

@@ -38,11 +38,16 @@ from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
 
 
-def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
+def _sample_sort(
+    a: DArray, want_indices: bool, stable: bool = True
+) -> tuple[DArray, DArray | None]:
     """The sample sort of a 1-D DArray; with ``want_indices``, also the global indices.
 
-    Stable: equal values keep their global order, because the received
-    pieces arrive in block order and each is already in order.
+    Stable (``stable``): equal values keep their global order, because the
+    received pieces arrive in block order and each is already in order. Without
+    it each block's indices are sorted by NumPy's default argsort (introsort,
+    several times faster than the stable one on random data), and equal values
+    may come in any order, as NumPy's default argsort allows.
     """
     mesh = a.mesh
     mesh_dims = sharding_mesh_dims(a.placements, 0)
@@ -50,7 +55,7 @@ def _sample_sort(a: DArray, want_indices: bool) -> tuple[DArray, DArray | None]:
     p = comm.Get_size()
     local = np.asarray(a.local)
     if want_indices:
-        order = np.argsort(local, kind="stable")
+        order = np.argsort(local, kind="stable" if stable else None)
         block = local[order]
         indices = order.astype(np.intp) + a.spec.offsets()[0]
         if p == 1:  # one block along the axis: its sort is the answer (no merge, no message)
@@ -150,7 +155,7 @@ def _sort(a: Any, axis: Any, kind: Any, want_indices: bool = False) -> DArray:
             Shard(other) if isinstance(p, Shard) and p.dim == axis else p for p in a.placements
         ]
         return _sort(a.redistribute(a.mesh, placements), axis, kind, want_indices)
-    values, positions = _sample_sort(a, want_indices)
+    values, positions = _sample_sort(a, want_indices, kind in ("stable", "mergesort"))
     return positions if positions is not None else values
 
 
@@ -166,9 +171,11 @@ def argsort(
 ) -> DArray:
     """``np.argsort`` of a DArray: global indices (collective when sharded).
 
-    Stable along a sharded axis whatever ``kind`` (ties keep their order, which
-    NumPy allows for every kind); NumPy's own ``kind`` where one block holds the
-    axis, so that ties are ordered as NumPy orders them on one process.
+    Along a sharded axis, stable for ``kind="stable"``/``"mergesort"`` (NumPy 2's
+    ``stable=True``); otherwise ties may come in any order, as NumPy's default
+    allows, and each block is sorted by the faster introsort. NumPy's own ``kind``
+    where one block holds the axis, so that ties are ordered as NumPy orders them
+    on one process.
     """
     if order is not None or kwargs:
         raise UnsupportedError("np.argsort on DArrays supports axis, kind and stable only")
