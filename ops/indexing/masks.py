@@ -232,7 +232,7 @@ def mask_assign(a: DArray, mask: Any, value: Any) -> bool:
     count = int(np.count_nonzero(to_host(mask.local)))
     placements, bounds = _row_bounds(a, count)
     layout = _selection_layout(a, placements, bounds, count, tuple(a.shape[mask.ndim :]))
-    _check_broadcast(np.shape(value), layout.shape)
+    _check_broadcast(value.shape if darray else np.shape(value), layout.shape)
     if darray and value.shape == layout.shape:  # like a[mask] (z[m] = z[m] ** 2 + c[m]): kept
         value = value.with_layout(layout)
     elif darray:  # the same values for every selected row: whole on every rank

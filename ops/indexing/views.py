@@ -389,10 +389,11 @@ def assign_result(target: DArray, result: DArray, casting: Any, name: str) -> No
     target[...] = result
 
 
-def write_out(name: str, result: Any, out: Any, casting: str = "unsafe") -> DArray:
-    """``out=`` of a function computed without it: ``result`` written into the one DArray of
-    ``out`` (through to its root for a detached view), checked first on every rank alike:
-    ``out`` must be one DArray of the result's shape, on its mesh. Returns ``out``'s array."""
+def write_out(name: str, out: Any, compute: Callable[[], Any], casting: str = "unsafe") -> DArray:
+    """``out=`` of a function computed without it: ``compute()`` written into the one DArray of
+    ``out`` (through to its root for a detached view). ``out`` is checked before ``compute``
+    runs (every rank alike, before any message): one DArray; then the result must have its
+    shape and mesh. Returns ``out``'s array."""
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != 1 or not isinstance(outs[0], DArray):
         raise ArgumentTypeError(
@@ -400,6 +401,7 @@ def write_out(name: str, result: Any, out: Any, casting: str = "unsafe") -> DArr
             "one with dmesh.zeros(shape, mesh=mesh, placements=...)"
         )
     target = outs[0]
+    result = compute()
     if (
         not isinstance(result, DArray)
         or result.shape != target.shape

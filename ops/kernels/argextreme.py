@@ -175,7 +175,7 @@ def _nan_arg(a: Any, axis: Any, out: Any, keepdims: Any, find_max: bool) -> Any:
 def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """``np.argmax`` on a DArray: global indices, replicated along the reduced axes."""
     if out is not None:
-        return write_out("argmax", _extreme(a, axis, keepdims, True, "argmax"), out)
+        return write_out("argmax", out, lambda: _extreme(a, axis, keepdims, True, "argmax"))
     return _extreme(a, axis, keepdims, True, "argmax")
 
 
@@ -183,5 +183,5 @@ def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False)
 def argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """``np.argmin`` on a DArray: global indices, replicated along the reduced axes."""
     if out is not None:
-        return write_out("argmin", _extreme(a, axis, keepdims, False, "argmin"), out)
+        return write_out("argmin", out, lambda: _extreme(a, axis, keepdims, False, "argmin"))
     return _extreme(a, axis, keepdims, False, "argmin")

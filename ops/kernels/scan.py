@@ -45,7 +45,7 @@ def _scan(
     """Scan ``a`` along ``axis`` with ``local_scan`` on each block, then ``ufunc`` with the
     total of the blocks before (one all-gather of block totals)."""
     if out is not None:  # NumPy casts the scan into out (unsafe, as ufunc.accumulate)
-        return write_out(name, _scan(a, axis, None, ufunc, local_scan, name), out)
+        return write_out(name, out, lambda: _scan(a, axis, None, ufunc, local_scan, name))
     if axis is None:  # NumPy scans the flattened array, in C order
         if a.ndim != 1:
             a = np.ravel(a)
@@ -110,7 +110,9 @@ def _cumulative(x: Any, ufunc: np.ufunc, axis: Any, dtype: Any, out: Any,
                 include_initial: bool, name: str) -> Any:  # fmt: skip
     """NumPy's ``_cumulative_func``: the scan, then the identity in front if asked."""
     if out is not None:
-        return write_out(name, _cumulative(x, ufunc, axis, dtype, None, include_initial, name), out)
+        return write_out(
+            name, out, lambda: _cumulative(x, ufunc, axis, dtype, None, include_initial, name)
+        )
     if x.ndim == 0:
         x = x.reshape(1)
     if axis is None:

@@ -123,11 +123,18 @@ def sort(
     **kwargs: Any,
 ) -> DArray:
     """``np.sort`` of a DArray (collective when the axis is sharded); the result is balanced."""
+    return _entry("sort", a, axis, kind, order, stable, kwargs, False)
+
+
+def _entry(name: str, a: Any, axis: Any, kind: Any, order: Any, stable: Any,
+           kwargs: dict[str, Any], want_indices: bool) -> DArray:  # fmt: skip
+    """np.sort/np.argsort: the arguments checked (on every rank, before any message), then
+    :func:`_sort` of the host blocks."""
     if order is not None or kwargs:
-        raise UnsupportedError("np.sort on DArrays supports axis, kind and stable only")
+        raise UnsupportedError(f"np.{name} on DArrays supports axis, kind and stable only")
     kind = _kind(kind, stable)
     host, xp = blocks_on_host(a)
-    result: DArray = blocks_to(_sort(host, axis, kind), xp)
+    result: DArray = blocks_to(_sort(host, axis, kind, want_indices), xp)
     return result
 
 
@@ -177,12 +184,7 @@ def argsort(
     where one block holds the axis, so that ties are ordered as NumPy orders them
     on one process.
     """
-    if order is not None or kwargs:
-        raise UnsupportedError("np.argsort on DArrays supports axis, kind and stable only")
-    kind = _kind(kind, stable)
-    host, xp = blocks_on_host(a)
-    result: DArray = blocks_to(_sort(host, axis, kind, want_indices=True), xp)
-    return result
+    return _entry("argsort", a, axis, kind, order, stable, kwargs, True)
 
 
 @decompose(np.unique)

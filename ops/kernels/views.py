@@ -43,12 +43,22 @@ DimMap = dict[int, tuple[int, int, int] | None]
 
 def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
     """``a`` in ``shape``: a view where the blocks allow, else the fewest elements moved first."""
-    layout = a.spec.layout
+    return _reshaped_and_moved(a, shape)[0]
+
+
+def _reshaped_and_moved(a: DArray, shape: tuple[int, ...]) -> tuple[DArray, bool]:
+    """:func:`_reshaped`, and whether elements moved (the result is then no view of ``a``)."""
     if a.size == 0:
-        return _empty(a, shape)
-    mapping = _mapping(layout, shape)
+        return _empty(a, shape), False
+    mapping = _mapping(a.spec.layout, shape)
     if None not in mapping.values():
-        return _view(a, shape, mapping)
+        return _view(a, shape, mapping), False
+    return _moved_reshape(a, shape, mapping), True
+
+
+def _moved_reshape(a: DArray, shape: tuple[int, ...], mapping: DimMap) -> DArray:
+    """``a`` in ``shape`` where some sharded dim cannot stay where it is (see the module)."""
+    layout = a.spec.layout
     if not shape:  # one element to 0-d: the one small replicated result
         return _view(_placed_as(a, None, _sharding(a)), shape, {})
     lead = _lead(a.shape)
@@ -213,8 +223,8 @@ def _written_back(a: DArray, shape: tuple[int, ...]) -> DArray:
     Only where NumPy's reshape is a view: ``a`` is known to be C-contiguous as NumPy
     sees it (a block that owns its memory, or a contiguous slice of one, ``a[1:]``);
     of anything else (``a[:, :3]``, ``a.T``: NumPy's reshape copies) it stays a copy."""
-    result = _reshaped(a, shape)
-    if whole(a) and a.size and None in _mapping(a.spec.layout, shape).values():
+    result, moved = _reshaped_and_moved(a, shape)
+    if moved and whole(a):
         result._view = Reshaped(a)
     return result
 

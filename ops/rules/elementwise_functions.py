@@ -99,7 +99,7 @@ def into_out(func: Any, *args: Any, **kwargs: Any) -> Any:
     view that is no block view: ``np.clip(a[0], 2, 4, out=a[0])``). Collective."""
     out = kwargs.pop("out")
     casting = kwargs.pop("casting", "same_kind") if func is np.clip else "same_kind"
-    return write_out(func.__name__, func(*args, **kwargs), out, casting)
+    return write_out(func.__name__, out, lambda: func(*args, **kwargs), casting)
 
 
 @special_form(np.where)

@@ -64,18 +64,18 @@ def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) ->
             f"reduction operation {name!r} does not have an identity, so to use a where mask "
             "one has to specify 'initial' (as in NumPy)"
         )
-    if func is np.mean:
-        result = a.mean(**plain) if selects_all else _masked_mean(a, where, **plain)
-    else:
+
+    def compute() -> Any:
+        if func is np.mean:
+            return a.mean(**plain) if selects_all else _masked_mean(a, where, **plain)
         source = a
         if not selects_all:
             fill = initial if func in (np.max, np.min) else _IDENTITY[func]
             # A NumPy scalar of a's dtype: a 0-d ndarray would not mix with CuPy blocks.
             source = np.where(where, a, np.dtype(a.dtype).type(fill))
-        result = _reduce(func, source, initial if has_initial else np._NoValue, plain)
-    if out is None:
-        return result
-    return write_out(func.__name__, result, out)
+        return _reduce(func, source, initial if has_initial else np._NoValue, plain)
+
+    return compute() if out is None else write_out(func.__name__, out, compute)
 
 
 def _reduce(func: Callable[..., Any], a: Any, initial: Any, plain: dict[str, Any]) -> Any:
