@@ -204,8 +204,20 @@ def fused_call(ufunc: np.ufunc, x: Any, y: Any) -> Any:
         return None
     darray = _hooks.darray_type
     first, second = type(x), type(y)
-    step = steps.get(
-        (ufunc, x._spec if first is darray else first, y._spec if second is darray else second)
+    step = steps.get(  # (a 0-d array by its dtype, as the dispatcher keys it)
+        (
+            ufunc,
+            x._spec
+            if first is darray
+            else (first, x.dtype)
+            if first is np.ndarray and not x.ndim
+            else first,
+            y._spec
+            if second is darray
+            else (second, y.dtype)
+            if second is np.ndarray and not y.ndim
+            else second,
+        )
     )
     if step is None or step.fast is None:
         return None
@@ -253,9 +265,10 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
             result = fused_call(ufunc, self, other)
             if result is not None:
                 return result
-        if type(other) is type(self) or type(other) in KEY_SCALARS:
+        if type(other) is type(self) or type(other) in KEY_SCALARS or type(other) is np.ndarray:
             # Straight to the dispatcher: NumPy's override protocol would pick
-            # DArray.__array_ufunc__ anyway, after a microsecond of checks.
+            # DArray.__array_ufunc__ anyway (an ndarray defers to it), after a
+            # microsecond of checks.
             return _hooks.dispatch_operator(ufunc, (self, other))  # type: ignore[misc]
         return plain(self, other)
 
@@ -289,7 +302,7 @@ def reflected_method(
             result = fused_call(ufunc, other, self)
             if result is not None:
                 return result
-        if type(other) in KEY_SCALARS:
+        if type(other) in KEY_SCALARS or type(other) is np.ndarray:
             return _hooks.dispatch_operator(ufunc, (other, self))  # type: ignore[misc]
         return plain(self, other)
 

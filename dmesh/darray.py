@@ -25,6 +25,11 @@ from dmesh.scalar_routes import GATHER, LOCAL, direct_move, reduce_terms, route_
 
 __all__ = ["DArray", "Redistribution", "redistribute"]
 
+# (spec, target layout) -> (the moved spec, the plan's steps) of moves within one
+# mesh made before, for a member rank: a repeated move (an operand realigned on
+# every call, ``out=``'s write) skips building the spec and the plan's lookup.
+_planned_moves: dict[tuple[DArraySpec, Layout], tuple[DArraySpec, Any]] = {}
+
 
 # NumPy functions that dispatch on their ``like=`` argument only: NumPy calls
 # ``like.__array_function__`` and leaves ``like`` out of the arguments.
@@ -210,6 +215,9 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
                 spec, route = move
                 local = self._local.copy() if route is LOCAL else reduce_terms(self._local, route)
                 return DArray(local, spec)
+            planned = _planned_moves.get((self._spec, target))
+            if planned is not None:  # a move made before: its spec and steps kept
+                return DArray(run_steps(self._local, planned[1], mesh, mesh), planned[0])
         spec = DArraySpec(mesh, target, self.dtype)
         if mesh is not self.mesh and sorted(mesh.ranks.ravel()) != sorted(self.mesh.ranks.ravel()):
             raise ArgumentError(
@@ -222,6 +230,10 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
         if mesh is self.mesh and target == self._spec.layout:
             return DArray(self._local, spec)
         steps = plan_redistribution(self._spec.layout, target, mesh is self.mesh)
+        if mesh is self._spec.mesh:
+            if len(_planned_moves) >= 1024:  # bounded: specs hold meshes
+                _planned_moves.clear()
+            _planned_moves[(self._spec, target)] = (spec, steps)
         if tracing.hooked:  # a debug tool watches: tell it what moves and the estimate
             item = self.dtype.itemsize
             cost = estimate_cost(self._spec.layout, target, item, mesh is self.mesh)

@@ -95,10 +95,19 @@ def call_ufunc(
         # The hot path (a cached ``a + b``): the key and the lookup inline.
         if len(inputs) == 2:
             x, y = inputs
-            key: tuple[Any, ...] = (
+            kx, ky = type(x), type(y)
+            key: tuple[Any, ...] = (  # (as cache_key: a 0-d array by its dtype)
                 ufunc,
-                x._spec if type(x) is DArray else type(x),
-                y._spec if type(y) is DArray else type(y),
+                x._spec
+                if kx is DArray
+                else (kx, x.dtype)
+                if kx is np.ndarray and not x.ndim
+                else kx,
+                y._spec
+                if ky is DArray
+                else (ky, y.dtype)
+                if ky is np.ndarray and not y.ndim
+                else ky,
             )
             step = steps.get(key)
             if step is not None:
@@ -115,6 +124,9 @@ def call_ufunc(
             key = (ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs])
             mesh = _mesh_of(inputs)
             step = steps.get(key)
+            if step is None and np.ndarray in map(type, inputs):  # (a 0-d array: by dtype)
+                full = cache_key(ufunc, inputs, {})
+                step = None if full is None else steps.get(full)
         if step is not None:
             return perform(ufunc, step, inputs, mesh)
     rule = rule_for(ufunc)

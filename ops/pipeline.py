@@ -92,8 +92,9 @@ def remember(key: tuple[Any, ...], step: Step) -> None:
 def cache_key(func: Any, operands: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
     """The cache key of ``func(*operands, **kwargs)``, or None when it cannot be cached.
 
-    Cacheable: DArrays and Python scalars as operands (a scalar enters by its
-    type: the decision does not depend on its value), and keywords whose
+    Cacheable: DArrays, Python and NumPy scalars and numeric 0-d arrays as
+    operands (a scalar enters by its type, a 0-d array by its dtype: the
+    decision does not depend on their values), and keywords whose
     values are None, bools, ints, strings or tuples of ints (``axis=``,
     ``keepdims=``), entered with their types so that ``axis=True`` and
     ``axis=1`` stay apart.
@@ -105,6 +106,10 @@ def cache_key(func: Any, operands: Sequence[Any], kwargs: dict[str, Any]) -> tup
             key.append(x._spec)
         elif kind in KEY_SCALARS:  # (its type is its dtype: dmesh.core.scalars)
             key.append(kind)
+        elif kind is np.ndarray and KIND_TYPED and x.ndim == 0 and x.dtype.kind in "biufc":
+            # A 0-d array by its dtype: from NumPy 2 on its value plays no part in
+            # the result dtype (NEP 50), and it broadcasts against every shape.
+            key.append((np.ndarray, x.dtype))
         else:
             return None
     for name, value in kwargs.items():

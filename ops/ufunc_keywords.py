@@ -56,6 +56,16 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
+    if not kwargs and type(target) is DArray and target._view is None:
+        if (
+            _direct_key(ufunc, target, inputs) in _direct
+            and _hooks.before_block_access is None
+            and _hooks.recorder is None
+        ):
+            # The hot np.add(a, b, out=o): a call seen before whose operands and
+            # result are laid out as out, straight into out's block.
+            ufunc(*[x._local if type(x) is DArray else x for x in inputs], out=target._local)
+            return target
     if not kwargs and all(x is target or isinstance(x, SCALARS) for x in inputs):
         done = _live_in_place(ufunc, target, inputs)
         if done is not None:
@@ -80,6 +90,12 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
             ):  # u[1:-1] += u[2:]: shifted operands computed in pieces, straight into out
                 return target
             ufunc(*align(inputs, step.decision), out=block)
+            if not step.decision.any_move and all(
+                type(x) is DArray or type(x) in KEY_SCALARS for x in (target, *inputs)
+            ):  # (keyed as the fast path above reads it)
+                if len(_direct) >= 1024:
+                    _direct.clear()
+                _direct[_direct_key(ufunc, target, inputs)] = None
             return target
     casting = kwargs.get("casting", "same_kind")
     if not any(isinstance(x, DArray) for x in inputs):
@@ -101,6 +117,16 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         )
     assign_result(target, result, casting, f"np.{ufunc.__name__}")
     return target
+
+
+# (ufunc, out's spec, operand specs or scalar types) of the out= calls that move
+# nothing and compute straight into out's block (a set: the key says it all).
+_direct: dict[tuple[Any, ...], None] = {}
+
+
+def _direct_key(ufunc: np.ufunc, target: DArray, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The key of ``ufunc(*inputs, out=target)`` in ``_direct``."""
+    return (ufunc, target._spec, *[x._spec if type(x) is DArray else type(x) for x in inputs])
 
 
 # (id(step), out's spec) -> (step, the step computing into out's layout, or None).

@@ -147,3 +147,64 @@ def test_ndarray_out_with_darray_input_raises_clearly(
     assert "zeros_like" in str(info.value)
     assert "array([" not in str(info.value)
     assert_equal_all(comm, c, np.ones(6))
+
+
+def test_reduction_arguments_bind_as_numpys(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Positional and keyword arguments of a reduction with out= are bound by each function's
+    own parameter order (np.sum takes dtype before out, np.max has none), with Python's
+    TypeError for too many, repeated or unknown ones, on every rank."""
+    a = dmesh.distribute(DATA, mesh, [Shard(0)] * mesh.ndim)
+    out = dmesh.zeros((5,), mesh=mesh)
+    np.sum(a, 0, None, out=out)
+    assert_equal_all(comm, out.full_array(), DATA.sum(0))
+    np.max(a, 0, out=out, keepdims=False)
+    assert_equal_all(comm, out.full_array(), DATA.max(0))
+    np.min(a, 0, out=out, initial=100.0, where=a > 0)
+    assert_equal_all(comm, out.full_array(), DATA.min(0, initial=100.0, where=DATA > 0))
+    assert_raises_all(comm, TypeError, np.sum, a, 0, None, None, False, 0, True, 5, out=out)
+    assert_raises_all(comm, TypeError, np.max, a, 0, out=out, axis=0)
+    assert_raises_all(comm, TypeError, np.max, a, 0, out=out, dtype=float)
+    assert_raises_all(comm, TypeError, np.mean, a, 0, None, None, False, True, out=out)
+
+
+def test_repeated_out_calls_write_into_out(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """np.add(a, b, out=o) repeated (the second call straight into o's block) gives NumPy's
+    values, casts as NumPy (same_kind) and reads an input that is out as NumPy does."""
+    for placements in placements_of(mesh, 2):
+        a = dmesh.distribute(DATA, mesh, placements)
+        b = dmesh.distribute(-2.0 * DATA, mesh, placements)
+        o = dmesh.zeros_like(a)
+        o32 = dmesh.zeros(DATA.shape, dtype=np.float32, mesh=mesh, placements=placements)
+        o_int = dmesh.zeros(DATA.shape, dtype=np.int64, mesh=mesh, placements=placements)
+        for scale in (1.0, 3.0):
+            assert_all(comm, np.multiply(a, scale, out=o) is o, "out not returned")
+            assert_equal_all(comm, o.full_array(), DATA * scale)
+            np.add(a, b, out=o32)
+            assert_equal_all(comm, o32.full_array(), (DATA - 2.0 * DATA).astype(np.float32))
+            assert_raises_all(comm, TypeError, np.add, a, b, out=o_int)
+        np.add(o, o, out=o)
+        assert_equal_all(comm, o.full_array(), 6.0 * DATA)
+
+
+def test_cached_extrema_of_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """max/min whose blocks are empty on some ranks (2 rows over up to 4 ranks), called
+    twice (the second from the cache, its identity worked out once), for every dtype kind,
+    with NaN, -0.0 and integer extremes."""
+    cases = [
+        np.array([[np.nan, -0.0, 1.0], [-np.inf, 0.0, np.inf]]),
+        np.array([[-128, 127, 0], [5, -1, -128]], dtype=np.int8),
+        np.array([[0, 255, 7], [255, 0, 1]], dtype=np.uint8),
+        np.array([[True, False, False], [False, False, True]]),
+        np.array([[1.5, np.nan, -2.0], [0.5, 3.0, -1.0]], dtype=np.float16),
+    ]
+    for data in cases:
+        for placements in placements_of(mesh, 2):
+            x = dmesh.distribute(data, mesh, placements)
+            for _ in range(2):
+                for func in (np.max, np.min):
+                    for axis in (None, 0, 1):
+                        got = func(x, axis=axis)
+                        want = func(data, axis=axis)
+                        full = got.full_array() if isinstance(got, dmesh.DArray) else got
+                        assert_all(comm, np.asarray(full).dtype == want.dtype, "dtype")
+                        assert_equal_all(comm, np.asarray(full), want)

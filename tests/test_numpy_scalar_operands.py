@@ -4,6 +4,7 @@ Their type is their dtype (``dmesh.core.scalars``), so a step keyed by it
 holds for every value: the second call with another value of the same type
 is served from the cache and must still give NumPy's values and dtype. Python
 scalars of the same kind stay apart (NumPy 2 types them weakly, NEP 50).
+Numeric 0-d arrays are keyed by their dtype, as strongly typed as NumPy scalars.
 Checked on every mesh with uneven and empty blocks, hostile values (NaN,
 +-inf, -0.0, integer extremes) and the same bits on every rank.
 """
@@ -52,12 +53,15 @@ def data(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return values.astype(dtype)
 
 
+@pytest.mark.parametrize("zero_d", [False, True], ids=["scalar", "0-d array"])
 @pytest.mark.parametrize("shape", [(7, 3), (1, 5), (2, 1)], ids=str)
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_numpy_scalars_against_numpy(
-    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, ...], case: int
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, ...], case: int, zero_d: bool
 ) -> None:
     dtype, scalars = CASES[case]
+    if zero_d:  # the same values as 0-d arrays: keyed by their dtype
+        scalars = [np.array(s) for s in scalars]
     a = data(shape, dtype)
     x = dmesh.distribute(a, mesh, [Shard(0)] + [Shard(1)] * (mesh.ndim - 1))
     for name, op in OPS:
@@ -84,6 +88,28 @@ def test_numpy_scalars_hit_the_cache(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
     assert_all(comm, key is not None and pipeline.lookup(key) is not None, "not cached")
     # Python's float and NumPy's float64 are different keys (weak and strong types).
     assert_all(comm, key != pipeline.cache_key(np.multiply, (x, 3.0), {}), "same key")
+
+
+def test_zero_d_arrays_are_keyed_by_their_dtype(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """A 0-d array's step is found again for another value of its dtype, and 0-d arrays of
+    other dtypes (or shapes: a 1-element 1-d array broadcasts the same but is no key) get
+    their own result dtypes."""
+    a = np.arange(-4, 8, dtype=np.int8).reshape(4, 3)
+    x = dmesh.distribute(a, mesh, [Shard(0)] * mesh.ndim)
+    _ = x + np.array(np.int8(1))
+    key = pipeline.cache_key(np.add, (x, np.array(np.int8(-128))), {})
+    assert_all(comm, key is not None and pipeline.lookup(key) is not None, "not cached")
+    assert_all(comm, pipeline.cache_key(np.add, (x, np.array([1], np.int8)), {}) is None, "1-d")
+    assert_all(comm, pipeline.cache_key(np.add, (x, np.array("x")), {}) is None, "str")
+    for z in (np.array(np.int8(-128)), np.array(2.5), np.array(np.int64(2**40)), np.array(True)):
+        with np.errstate(all="ignore"):
+            want, got = a + z, x + z
+            r_want, r_got = (z - a, z - x) if z.dtype != bool else (z ^ a, z ^ x)
+        assert_all(comm, got.dtype == want.dtype, f"{z!r}: {got.dtype} != {want.dtype}")
+        assert_equal_all(comm, got.full_array(), want)
+        assert_equal_all(comm, r_got.full_array(), r_want)
 
 
 def test_key_scalars_are_typed_by_their_type() -> None:

@@ -246,6 +246,8 @@ def specialize(call: Call) -> Any:
     """
     family, axes, keepdims, dtype = call.static
     ufunc = _UFUNC_OF.get(family)
+    if family in _EXTREMUM_OF and dtype is None:
+        return _specialize_extremum(call)
     if ufunc is None or dtype is not None:
         return run
     ndim = len(call.shapes[0])
@@ -259,6 +261,42 @@ def specialize(call: Call) -> Any:
         return run(func, blocks, call)  # CuPy blocks: the general route
 
     return run_reduce
+
+
+_EXTREMUM_OF = {np.max: np.maximum, np.min: np.minimum}
+
+
+def _specialize_extremum(call: Call) -> Any:
+    """``run`` for one max/min call: the ufunc's reduce with the identity worked out once.
+
+    The identity (``initial=``, what an empty block reduces to) follows from
+    the dtype, which the cached call fixes; :func:`run` looked it up with
+    ``np.finfo`` on every call. Where there is none (object, datetime blocks)
+    or a reduced axis is empty (NumPy's error), :func:`run` as before.
+    """
+    family, axes, keepdims, _ = call.static
+    shape = call.shapes[0]
+    kind = np.dtype(call.dtypes[0]) if call.dtypes and call.dtypes[0] is not None else None
+    if kind is None or kind.kind not in "fiub" or any(shape[a] == 0 for a in axes):
+        return run
+    if kind.kind == "f":
+        identity: Any = -np.inf if family is np.max else np.inf
+    elif kind.kind == "b":
+        identity = family is np.min
+    else:
+        info = np.iinfo(kind)
+        identity = info.min if family is np.max else info.max
+    ndim = len(shape)
+    axis = None if ndim and len(axes) == ndim else axes
+    reduce: Any = _EXTREMUM_OF[family].reduce
+
+    def run_extremum(func: Any, blocks: list[Any], call: Call) -> Any:
+        block = blocks[0]
+        if type(block) is np.ndarray:
+            return reduce(block, axis, None, None, keepdims, identity)
+        return run(func, blocks, call)  # CuPy blocks: the general route
+
+    return run_extremum
 
 
 for _func in FAMILY:
