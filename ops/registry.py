@@ -118,6 +118,11 @@ def register(
                     f"register: {getattr(func, '__name__', func)!r} already has the rule "
                     f"{_rules[func].name!r}; a callable gets one rule"
                 )
+            if func in _decompositions:  # (the dispatcher would never reach the rule)
+                raise ArgumentError(
+                    f"register: {getattr(func, '__name__', func)!r} already has a "
+                    "decomposition; a callable gets one implementation"
+                )
             _rules[func] = rule
         return rows
 

@@ -113,3 +113,19 @@ def test_mismatch_is_reported() -> None:
             2,
             lambda what, options: next(choices) if what == "holder" else options[0],
         )
+
+
+def test_a_callable_gets_one_implementation() -> None:
+    """A rule for a callable that has a decomposition (or the reverse) is an error at
+    registration, not a shadow the dispatcher silently never reaches."""
+    from dmesh.collectives.errors import ArgumentError
+    from dmesh.ops.registry import decompose, decomposition_for, register, rule_for
+
+    decomposed = next(f for f in (np.var, np.std, np.amax) if decomposition_for(f) is not None)
+    with pytest.raises(ArgumentError, match="decomposition"):
+        register(decomposed, name="twice", out_shape=lambda call: ())(lambda call: [])
+    ruled = np.add
+    assert rule_for(ruled) is not None
+    with pytest.raises(ArgumentError, match="already has a rule"):
+        decompose(ruled)(lambda *args: None)
+    assert rule_for(decomposed) is None and decomposition_for(ruled) is None
