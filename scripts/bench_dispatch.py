@@ -15,6 +15,10 @@ batches, and the median batch of the slowest rank is reported
 * ``a.sum().full_array()``, ``float(np.sum(a))``, ``a.sum().item()``: the
   target is at most 2x the local sum plus a raw mpi4py ``Allreduce``;
 
+the per-call table on 1,000 float64 per rank (a Python float, NumPy scalars and a 0-d
+array as operands, ``out=``, a reduction into ``out=``, ``a.max()``): at 1 rank each
+costs at most 2 us per dmesh call over the same NumPy call;
+
 and two throughput cases against NumPy on the local blocks: ``y = a*b + c``
 on 2**21 float64 per rank (temporary elision, ``dmesh._elision``) and a
 2048 x 2048 matmul, row-sharded times replicated, against one rank.
@@ -67,6 +71,41 @@ def tiny_cases(
     ]
 
 
+PER_CALL_US = 2.0  # a cached call at 1 rank: at most this over NumPy's own time, per call
+
+
+def per_call_cases(
+    comm: MPI.Intracomm, mesh: Any
+) -> list[tuple[str, Callable[[], Any], Callable[[], Any], int]]:
+    """(case, dmesh call, NumPy on the local blocks, dmesh calls in it) on 1,000 float64
+    per rank: the scalar kinds that key the step cache, ``out=``, a reduction into out."""
+    p = comm.Get_size()
+    rng = np.random.default_rng(0)
+    a = dmesh.distribute(rng.random(1000 * p), mesh, [Shard(0)])
+    b = dmesh.distribute(rng.random(1000 * p), mesh, [Shard(0)])
+    o = dmesh.zeros_like(a)
+    u = dmesh.distribute(rng.random((10 * p, 100)), mesh, [Shard(0)])
+    v = dmesh.zeros((100,), mesh=mesh, placements=[Replicate()])
+    la, lb, lo, lu, lv = a.local, b.local, o.local, u.local, v.local
+    f64, i32, zero_d = np.float64(2), np.int32(2), np.array(2.0)
+    summed = np.empty(100)
+
+    def local_sum_into() -> Any:
+        np.sum(lu * lu, 0, out=summed)
+        comm.Allreduce(summed, lv)
+        return lv
+
+    return [
+        ("a * 2.0", lambda: a * 2.0, lambda: la * 2.0, 1),
+        ("a * np.float64(2)", lambda: a * f64, lambda: la * f64, 1),
+        ("a * np.int32(2)", lambda: a * i32, lambda: la * i32, 1),
+        ("a + np.array(2.0)", lambda: a + zero_d, lambda: la + zero_d, 1),
+        ("np.add(a, b, out=o)", lambda: np.add(a, b, out=o), lambda: np.add(la, lb, out=lo), 1),
+        ("np.sum(U*U, 0, out=V)", lambda: np.sum(u * u, 0, out=v), local_sum_into, 2),
+        ("a.max()", lambda: a.max(), lambda: la.max(), 1),
+    ]
+
+
 def main() -> int:
     """Time every case, print the table on rank 0 and write the JSON."""
     comm = MPI.COMM_WORLD.Dup()
@@ -83,6 +122,15 @@ def main() -> int:
             target, met = f"<= {FULL_RATIO:.0f}x", ratio <= FULL_RATIO
         rows.append({"case": name, "dmesh_s": ours_t, "baseline_s": base_t, "ratio": ratio,
                      "target": target, "met": bool(met)})  # fmt: skip
+
+    for name, ours, base, calls in per_call_cases(comm, mesh):
+        ours_t, base_t = alternating(comm, [ours, base], calls=2000)
+        row = {"case": name + " (1e3/rank)", "dmesh_s": ours_t, "baseline_s": base_t,
+               "ratio": ours_t / base_t}  # fmt: skip
+        if p == 1:  # (the target is NumPy's own time at one rank)
+            limit = calls * PER_CALL_US
+            row.update(target=f"+{limit:.0f} us", met=bool((ours_t - base_t) * 1e6 <= limit))
+        rows.append(row)
 
     n = 2**21 * p
     x, y, z = (dmesh.full((n,), float(i + 1), mesh=mesh) for i in range(3))

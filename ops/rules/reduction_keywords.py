@@ -87,7 +87,9 @@ def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) ->
     return compute() if out is None else write_out(func.__name__, out, compute)
 
 
-def _bind(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _bind(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """The arguments of ``func(*args, **kwargs)`` by parameter name (the ones given only),
     with Python's errors for too many or unknown arguments: ``inspect``'s bind without
     its cost (several microseconds, on every reduction with ``out=``)."""

@@ -128,4 +128,5 @@ def test_a_callable_gets_one_implementation() -> None:
     assert rule_for(ruled) is not None
     with pytest.raises(ArgumentError, match="already has a rule"):
         decompose(ruled)(lambda *args: None)
-    assert rule_for(decomposed) is None and decomposition_for(ruled) is None
+    assert rule_for(decomposed) is None
+    assert decomposition_for(ruled) is None
