@@ -118,17 +118,20 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
     if mesh.coordinate is None:  # not a member: an empty block, no message
         return DArray(xp.empty_like(block), a._spec)
     comm = mesh.comm()
-    plan = roll_plan(layout, shift, axis, comm.Get_size(), comm.Get_rank())
+    prepared = _prepared.get((a._spec, shift, axis))
+    if prepared is None:
+        prepared = _prepare(a, shift, axis, comm)
+    plan, parts, kept = prepared
     out = xp.empty(layout.local_shape(mesh.coordinate), a.dtype)
     if not plan.crosses:
         _copy_kept(plan, block, out)
     elif mesh.device == "cpu":
-        outgoing, send, receive, incoming = _messages(plan, a.dtype, comm.Get_size())
+        outgoing, send, receive, incoming = parts
         if tracing.hooked:  # a debug tool watching sees one all_to_all
             _copy_kept(plan, block, out)
             received = messages.watched([a], outgoing, send, receive, incoming, comm)
         else:  # the crossing rows sent first: the copy of the kept rows hides them
-            kept = messages.kept([a], outgoing, send, receive, incoming)
+            kept = kept or messages.kept([a], outgoing, send, receive, incoming)
             requests = messages.start(kept, [a], comm)
             try:
                 _copy_kept(plan, block, out)
@@ -141,6 +144,32 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
         _copy_kept(plan, block, out)
         _device_exchange(plan, block, out, comm)
     return DArray(out, a._spec)
+
+
+# (spec, shift, axis) -> (the rank's plan, its messages' parts, their buffers or None):
+# what a repeated roll of an array of that spec needs but its data. The buffers
+# (up to messages.KEPT_BYTES) are reused: each roll completes its messages
+# before it returns. Bounded: specs hold meshes.
+_prepared: dict[tuple[Any, int, int], tuple[RollPlan, Any, messages.Kept | None]] = {}
+
+
+def _prepare(
+    a: DArray, shift: int, axis: int, comm: MPI.Intracomm
+) -> tuple[RollPlan, Any, messages.Kept | None]:
+    """The plan, message parts and (small) kept buffers of rolling ``a`` by ``shift``."""
+    plan = roll_plan(a._spec.layout, shift, axis, comm.Get_size(), comm.Get_rank())
+    parts = None
+    kept = None
+    if plan.crosses:
+        parts = _messages(plan, a.dtype, comm.Get_size())
+        outgoing, send, receive, incoming = parts
+        if sum(send[0]) + sum(receive[0]) <= messages.KEPT_BYTES:
+            kept = messages.kept([a], outgoing, send, receive, incoming)
+    if len(_prepared) >= 256:
+        _prepared.clear()
+    entry = (plan, parts, kept)
+    _prepared[(a._spec, shift, axis)] = entry
+    return entry
 
 
 def _copy_kept(plan: RollPlan, block: Any, out: Any) -> None:
