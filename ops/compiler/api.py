@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
@@ -29,6 +29,7 @@ from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.lazy import LazyArray
 from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.scalars import Log, Reads
 from dmesh.ops.compiler.segments import Segments
 from dmesh.ops.compiler.signature import FreeValues, Unkeyable, rebuild, signature
 from dmesh.ops.compiler.steps import State
@@ -61,6 +62,7 @@ class Entry:
     segments: State | None = None  # where a broken trace's segments are recorded
     mesh: Any = None
     build: Any = None  # (output blocks, argument DArrays) -> the returned structure
+    log: Log = field(default_factory=Log)  # a segmented call's events, for the next one
 
 
 class Compiled(Generic[R]):
@@ -114,7 +116,7 @@ class Compiled(Generic[R]):
         plan = entry.plan
         if plan is None:
             if entry.segments is not None:
-                return self._segmented(entry, args, kwargs)
+                return self._segmented(entry, args, kwargs, leaves)
             return self.fn(*args, **kwargs)
         outputs = plan.run([x._local for x in leaves])
         return self._result(entry, plan, outputs, leaves)  # type: ignore[no-any-return]
@@ -182,26 +184,33 @@ class Compiled(Generic[R]):
             self.breaks.append(trace.broken)
             entry = Entry(None, None, comm, trace.broken, State(Trace(), ()), mesh)
             self._keep(key, entry)
-            return self._segmented(entry, args, kwargs)
+            return self._segmented(entry, args, kwargs, leaves)
         plan = Plan(trace, list(range(len(leaves))), outputs)
         entry = Entry(plan, template, comm)
         self._keep(key, entry)
         blocks = plan.run_checked([x._local for x in leaves], comm)
         return self._result(entry, plan, blocks, leaves)  # type: ignore[no-any-return]
 
-    def _segmented(self, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
+    def _segmented(
+        self, entry: Entry, args: Any, kwargs: dict[str, Any], leaves: list[DArray]
+    ) -> R:
         """Run ``fn`` with its ops recorded into segments, each run as one compiled plan
-        (:mod:`~dmesh.ops.compiler.segments`)."""
+        (:mod:`~dmesh.ops.compiler.segments`), scalars read together where the last call
+        read them (:mod:`~dmesh.ops.compiler.scalars`)."""
         assert entry.segments is not None
         name = getattr(self.fn, "__qualname__", repr(self.fn))
-        session = Segments(entry.segments, entry.comm, entry.mesh, name)
+        reads = Reads(entry.log, leaves)
+        session = Segments(entry.segments, entry.comm, entry.mesh, name, reads)
         with session:
             try:
                 out = self.fn(*args, **kwargs)
                 session.flush()
+                reads.finish()
             except BaseException:
                 session.abandon()
                 raise
+            finally:
+                session.reads = None  # reads of its arrays after the call: eager ones
         self.segment_runs += session.runs
         return rebuild(out, _plain)  # type: ignore[no-any-return]
 

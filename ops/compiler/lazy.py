@@ -49,6 +49,25 @@ class LazyArray(StandIn):
             self._session.flush()  # the waiting ops run before the block is replaced
         self._block = value
 
+    def item(self, *args: Any) -> Any:
+        """``DArray.item`` (so ``float``, ``int``, ``bool``): a one-element result's value
+        may be reduced with the reads that follow it (:mod:`~dmesh.ops.compiler.scalars`)."""
+        session = self._session
+        if not args and session is not None:
+            value = session.scalar(self)
+            if value is not None:
+                return value.item()
+        return _item(self, *args)
+
+    def full_array(self) -> Any:
+        """``DArray.full_array``; a one-element result's value as :meth:`item` makes it."""
+        session = self._session
+        if session is not None:
+            value = session.scalar(self)
+            if value is not None:
+                return value
+        return _full_array(self)
+
     def __repr__(self) -> str:
         return f"LazyArray({self._spec!r})"
 
@@ -70,15 +89,14 @@ def _eagerly(name: str) -> Any:
 
 for _name in (
     "to_local",
-    "full_array",
     "__array__",
-    "item",
     "tolist",
-    "__bool__",
     "copy",
     "__setitem__",
     "astype",
 ):
     setattr(LazyArray, _name, _eagerly(_name))
+_item, _full_array = _eagerly("item"), _eagerly("full_array")
+LazyArray.__bool__ = DArray.__bool__  # type: ignore[method-assign]  # through item()
 LazyArray.__getitem__ = DArray.__getitem__  # type: ignore[method-assign]  # the hook records it
 LazyArray.local = property(_eagerly("to_local"), doc="This rank's block (runs the segment).")  # type: ignore[assignment]

@@ -36,6 +36,7 @@ from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.lazy import LazyArray
 from dmesh.ops.compiler.replay import Plan
+from dmesh.ops.compiler.scalars import Reads, reduction_route
 from dmesh.ops.compiler.signature import Unkeyable, key_of, rebuild
 from dmesh.ops.compiler.steps import BREAK, Slot, State, rebuild_template, template_of
 from dmesh.ops.compiler.trace import StandIn, Tracer, describe
@@ -84,8 +85,11 @@ class _Paused:
 class Segments:
     """The hooks of one segmented call: ops on lazy arrays are recorded, breaks run eagerly."""
 
-    def __init__(self, root: State, comm: Any, mesh: Any, name: str) -> None:
+    def __init__(
+        self, root: State, comm: Any, mesh: Any, name: str, reads: Reads | None = None
+    ) -> None:
         self.root = root
+        self.reads = reads  # scalars read ahead (:mod:`~dmesh.ops.compiler.scalars`)
         self.state = root
         self.comm = comm
         self.mesh = mesh
@@ -368,17 +372,40 @@ class Segments:
     # -- running a segment -----------------------------------------------------------
     def flush(self) -> None:
         """Run the ops recorded since the last run as one plan (collective), fill the
-        lazy arrays' blocks, and start a new segment."""
+        lazy arrays' blocks, and start a new segment. Something may read or write blocks
+        (a barrier: no value is used ahead across it)."""
+        if self.reads is not None:
+            self.reads.barrier()
+        self._run()
+
+    def scalar(self, lazy: LazyArray) -> Any:
+        """The value of one-element ``lazy`` of this session as its reduced block, when it
+        is one reduction of partial terms (with the reads known to come next); else None
+        (the eager path: no communication, or the general one). Collective."""
+        if lazy._block is None:
+            self._run()  # its segment: a read writes nothing (no barrier)
+        route = reduction_route(lazy._spec)
+        if route is None or self.reads is None:
+            return None
+        with self.paused():
+            return self.reads.read(lazy, route)
+
+    def _run(self) -> None:
         state, objects, pending = self.state, self.objects, self.pending
         # A new segment first: the plan's own work must not record into this one.
         self.state, self.objects, self.pending = self.root, {}, {}
         self.slots.clear()
         if not (state.nodes and pending):
             return
+        reads, n, ahead = self.reads, 0, None
+        if reads is not None:
+            n, ahead = reads.segment(state, [objects[s] for s in state.inputs])
         with self.paused():
             blocks = [objects[s]._local for s in state.inputs]
             plan = state.plan
-            if plan is None:
+            if ahead is not None and plan is not None:
+                values = ahead  # computed ahead, at an earlier read (same state, same inputs)
+            elif plan is None:
                 trace = state.prefix()
                 inputs = [f"input s{s}: {describe(trace.specs[s])}" for s in state.inputs]  # type: ignore[arg-type]
                 agree(self.comm, inputs + trace.descriptions(), self.name)
@@ -392,6 +419,8 @@ class Segments:
                 lazy = ref()
                 if lazy is not None:
                     lazy._block = value
+                    if reads is not None:
+                        reads.ran(n, slot, lazy)
 
     def abandon(self) -> None:
         """The call raised: the ops still waiting never run, and their arrays say so."""
