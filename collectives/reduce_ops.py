@@ -20,10 +20,15 @@ on host memory: a device buffer is staged through the host for them
 (:attr:`ReducePlan.host_op`), whatever the MPI library.
 
 Every rank must get the same bits, and MPI combines the terms in a
-different order on each rank: a sum of two NaNs keeps the sign of one of
-them. So a float or complex result has its NaNs made the one quiet NaN
-``+nan`` (:func:`canonical_nan`; a check of the minimum first, so a result
-without NaN costs one pass).
+different order on each rank: a sum of two NaNs keeps the sign (and payload)
+of one of them, and so does ``np.maximum`` of two NaNs. So a float or complex
+result of a group of two or more ranks has its NaNs made the one quiet NaN
+``+nan`` (:func:`canonical_nan`: one pass when the result holds no NaN).
+Nothing is needed where the result cannot differ between ranks: integer and
+bool data have no NaN, and a one-rank group combines nothing (its result is
+its input, like a one-term ``Partial``, which dmesh never reduces either).
+Large float results avoid even the pass: ``all_reduce`` computes each element
+on one rank and copies it (:mod:`dmesh.collectives.reductions`).
 """
 
 from __future__ import annotations
@@ -80,30 +85,48 @@ class ReducePlan:
     truth: bool = False
     plain: bool = False  # the received buffer is the result as is (no post-processing)
     host_op: bool = False  # a user-defined op: MPI applies it to host buffers only
-    canonical: bool = False  # a float or complex result: NaNs made +nan on every rank
+    canonical: bool = False  # a float or complex result: NaNs made +nan where ranks combine
 
     def finish(self, received: Any, nranks: int) -> Any:
-        """Turn the reduced buffer (ours to modify) into the result."""
+        """Turn the reduced buffer (ours to modify) into the result of ``nranks`` ranks."""
+        canonical = self.canonical and nranks > 1  # (one rank: its own terms, nothing combined)
         if self.plain:
-            return canonical_nan(received) if self.canonical else received
+            return canonical_nan(received) if canonical else received
         if self.average:
             received /= nranks
         elif self.truth:
             received = received != 0
         result = received if received.dtype == self.result else received.astype(self.result)
-        return canonical_nan(result) if self.canonical else result
+        return canonical_nan(result) if canonical else result
+
+
+_SMALL = 32  # up to this many elements, Python's sum of ``tolist()`` beats one ``min``
 
 
 def canonical_nan(x: Any) -> Any:
-    """``x`` (a contiguous float or complex array, modified in place) with every NaN ``+nan``."""
-    if x.size == 1:  # the common scalar result: one comparison
-        value = x.item()
+    """``x`` (a contiguous float or complex array, modified in place) with every NaN ``+nan``.
+
+    One pass when ``x`` holds no NaN: ``min`` propagates NaN, so one ``min``
+    says whether there is any. Small arrays (the scalars of solvers, the
+    8-element reductions) are checked in Python instead: ``x.item()`` or the
+    sum of ``x.tolist()`` (0.1-0.2 us against 1 us for ``min``), which is NaN
+    whenever an element is (and for ``inf + -inf``: then the exact check).
+    """
+    size = x.size
+    if size <= _SMALL:
+        if size == 1:
+            value = x.item()
+        elif size:
+            value = sum(x.ravel().tolist())
+        else:
+            return x
         if value == value:
             return x
     flat = x.reshape(-1)
     if x.dtype.kind == "c":
         flat = flat.view(x.real.dtype)
-    if flat.size and flat.min() != flat.min():  # (min propagates NaN: one pass when none)
+    smallest = flat.min()
+    if smallest != smallest:
         flat[flat != flat] = np.nan
     return x
 

@@ -22,7 +22,7 @@ from dmesh.collectives.device import transport_for
 from dmesh.collectives.dtypes import mpi_datatype
 from dmesh.collectives.errors import ArgumentError
 from dmesh.collectives.group import Group, resolve_group
-from dmesh.collectives.reduce_ops import canonical_nan, known_plan, reduce_plan
+from dmesh.collectives.reduce_ops import ReducePlan, canonical_nan, known_plan, reduce_plan
 
 __all__ = ["all_reduce", "reduce_scatter"]
 
@@ -50,8 +50,14 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
         if known is not None and known.plain:
             out = np.empty_like(x)
             count, datatype = x.size, known.datatype
+            if not known.canonical:  # integers and bools: no NaN, the same bits everywhere
+                group.Allreduce([x, count, datatype], [out, count, datatype], known.mpi_op)
+                return out
+            nranks = group.Get_size()
+            if x.nbytes >= SPLIT_BYTES and count % nranks == 0 and nranks > 1:
+                return _split_all_reduce(x, out, known, group, nranks)
             group.Allreduce([x, count, datatype], [out, count, datatype], known.mpi_op)
-            return canonical_nan(out) if known.canonical else out
+            return canonical_nan(out) if nranks > 1 else out
     x = as_array(x)
     plan = reduce_plan(op, x.dtype)
     check_flag(async_op, "async_op")
@@ -76,6 +82,37 @@ def all_reduce(x: Any, op: str = "sum", group: Group = None, *, async_op: bool =
         x.shape,
         plan.result,
     )
+
+
+# From this many bytes, a float all_reduce of equal pieces is made as a
+# reduce-scatter and an all-gather (:func:`_split_all_reduce`); below, one
+# Allreduce and a check of the whole result. Measured at 2 ranks on the 2-core
+# dev machine (MPICH 5, float64 sum into a new array each call): 16 MiB took
+# 3.6 ms split against 5.6 ms for one Allreduce (4.5 ms into a reused buffer),
+# 512 KiB 0.23 ms against 0.32 ms; from 128 to 384 KiB splitting was slower
+# (1.1-2.6x, measured beside other jobs).
+SPLIT_BYTES = 1 << 19
+
+
+def _split_all_reduce(x: Any, out: Any, plan: ReducePlan, comm: MPI.Intracomm, nranks: int) -> Any:
+    """``out`` made the reduction of ``x`` (both contiguous, on the host), every element
+    computed on one rank.
+
+    Rank ``r`` reduces the ``r``-th of ``nranks`` equal pieces
+    (``Reduce_scatter_block``), makes the NaNs of its piece ``+nan``, and the
+    pieces are gathered in place (``Allgather``). Each element is computed once
+    and copied, so every rank has the same bits whatever order MPI adds in,
+    and the check for NaN reads ``1/nranks`` of the result on each rank
+    instead of all of it after an ``Allreduce``.
+    """
+    size = x.size // nranks
+    start = comm.Get_rank() * size
+    piece = out.reshape(-1)[start : start + size]
+    datatype = plan.datatype
+    comm.Reduce_scatter_block([x, datatype], [piece, size, datatype], plan.mpi_op)
+    canonical_nan(piece)
+    comm.Allgather(MPI.IN_PLACE, [out, datatype])
+    return out
 
 
 def reduce_scatter(
@@ -111,7 +148,7 @@ def reduce_scatter(
         if known is not None and known.plain and x.shape[0] % nranks == 0:
             out = np.empty((x.shape[0] // nranks, *x.shape[1:]), x.dtype)
             group.Reduce_scatter_block([x, known.datatype], [out, known.datatype], known.mpi_op)
-            return canonical_nan(out) if known.canonical else out
+            return canonical_nan(out) if known.canonical and nranks > 1 else out
     x = as_array(x)
     if x.ndim == 0:
         raise ArgumentError("reduce_scatter: x is 0-d; it needs an axis to split")
