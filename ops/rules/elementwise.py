@@ -30,7 +30,7 @@ add it ``k`` times).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -55,18 +55,28 @@ def _numeric(ufunc: np.ufunc) -> bool:
     return any(all(c in "?bBhHiIlLqQefdgFDG" for c in t.split("->")[0]) for t in ufunc.types)
 
 
-# Every single-output elementwise ufunc NumPy exports, once each (np.abs is
-# np.absolute); generalized ufuncs such as matmul have rules of their own.
-UFUNCS = list(
-    {
-        getattr(np, name): None
-        for name in dir(np)
-        if isinstance(getattr(np, name), np.ufunc)
-        and getattr(np, name).nout == 1
-        and getattr(np, name).signature is None
-        and _numeric(getattr(np, name))
-    }
-)
+def _single_output_elementwise(value: object) -> TypeGuard[np.ufunc]:
+    """Whether ``value`` is a ufunc with one output and no core dimensions."""
+    return isinstance(value, np.ufunc) and value.nout == 1 and value.signature is None
+
+
+def _exported_ufuncs() -> list[np.ufunc]:
+    """Every single-output elementwise ufunc NumPy exports, once each (np.abs is
+    np.absolute), in ``dir(np)`` order; generalized ufuncs such as matmul have rules of
+    their own."""
+    # dir(np) also names the submodules NumPy loads lazily (f2py, testing, ma, polynomial,
+    # ...): getattr would import them, some 65 ms of `import dmesh`. None is a ufunc, and
+    # every ufunc is already in the module's __dict__, so look names up there.
+    loaded = vars(np)
+    found: dict[np.ufunc, None] = {}
+    for name in dir(np):
+        value = loaded.get(name)
+        if _single_output_elementwise(value) and _numeric(value):
+            found[value] = None
+    return list(found)
+
+
+UFUNCS = _exported_ufuncs()
 
 
 def broadcast_shape(call: Call) -> tuple[int, ...]:

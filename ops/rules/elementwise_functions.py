@@ -41,8 +41,30 @@ OPERANDS: dict[Callable[..., Any], tuple[str, ...]] = {
 }
 
 
+# np.where's signature as NumPy 2.4 declares it. Before 2.4 np.where, a C function, has no
+# __text_signature__ and inspect.signature raises; x and y default to None there too, so
+# np.where(c, x) binds two arguments and is refused below as on 2.4.
+_WHERE_SIGNATURE = inspect.Signature(
+    [
+        inspect.Parameter("condition", inspect.Parameter.POSITIONAL_ONLY),
+        inspect.Parameter("x", inspect.Parameter.POSITIONAL_ONLY, default=None),
+        inspect.Parameter("y", inspect.Parameter.POSITIONAL_ONLY, default=None),
+    ]
+)
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """``func``'s signature, from NumPy when it has one, else the hand-written one."""
+    try:
+        return inspect.signature(func)
+    except ValueError:
+        if func is np.where:  # NumPy < 2.4
+            return _WHERE_SIGNATURE
+        raise
+
+
 def _parse_for(func: Callable[..., Any]) -> Callable[..., Any]:
-    signature = inspect.signature(func)
+    signature = _signature(func)
     operands = OPERANDS[func]
 
     def parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:

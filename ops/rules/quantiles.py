@@ -19,6 +19,7 @@ NaNs and give NaN for an all-NaN slice.
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import warnings
 from typing import Any
@@ -43,6 +44,17 @@ from dmesh.ops.registry import decompose
 fb: Any = importlib.import_module("numpy.lib._function_base_impl")
 METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 MANY_SLICES = 64  # above this many slices, move the sharding to a kept dim when one fits
+
+# How this NumPy types a quantile, read once from its own code so that the results stay
+# NumPy's bit for bit on every supported version:
+# - 2.4.1 on: a Python int or float q promotes weakly (NEP 50): _quantile_unchecked takes
+#   weak_q, and gamma becomes a Python float.
+WEAK_Q = "weak_q" in inspect.signature(fb._quantile_unchecked).parameters
+# - 2.4.0 alone: _get_gamma(virtual, previous, method, dtype) casts gamma to a dtype that
+#   _quantile derives from the data (see _gamma_dtype); before and after, it keeps the
+#   dtype of the virtual indexes and takes three arguments.
+GAMMA_TAKES_DTYPE = len(inspect.signature(fb._get_gamma).parameters) == 4
+# - before 2.4.1, with neither: see _q_in_data_type.
 
 
 def _count(shape: tuple[int, ...], dims: Any) -> int:
@@ -228,12 +240,30 @@ def _quantile_finish(q: Any, method: str, weak_q: bool) -> Any:
         pick = np.vectorize(lambda i: values[int(i)], otypes=[dtype])
         if integral:
             return pick(indexes[0]) if np.ndim(indexes[0]) else pick(indexes[0])[()]
-        gamma = fb._get_gamma(virtual, previous, props)
+        gamma = _gamma(virtual, previous, props, dtype)
         if weak_q:
             gamma = float(gamma)
         return fb._lerp(pick(indexes[0]), pick(indexes[1]), gamma)
 
     return finish
+
+
+def _gamma(virtual: Any, previous: Any, props: Any, dtype: np.dtype) -> Any:
+    """NumPy's ``_get_gamma`` for data of ``dtype``, called in this NumPy's form."""
+    if GAMMA_TAKES_DTYPE:
+        return fb._get_gamma(virtual, previous, props, _gamma_dtype(dtype, virtual))
+    return fb._get_gamma(virtual, previous, props)
+
+
+def _gamma_dtype(dtype: np.dtype, virtual: Any) -> Any:
+    """The dtype NumPy 2.4.0's ``_quantile`` passes ``_get_gamma`` for data of ``dtype``:
+    None (gamma's own, float64) for integers, the data's for floats (the result keeps
+    float32), else the virtual indexes'."""
+    if dtype.kind in "iu":
+        return None
+    if dtype.kind == "f":
+        return dtype
+    return virtual.dtype
 
 
 def _median_finish(n: int, values: dict[int, Any] | None) -> Any:
@@ -244,14 +274,37 @@ def _median_finish(n: int, values: dict[int, Any] | None) -> Any:
     return np.mean(np.array([values[k] for k in middle]), axis=0)
 
 
-def _q(q: Any, name: str, percent: bool) -> tuple[Any, bool]:
+def _q_in_data_type(nan: bool) -> bool:
+    """Whether NumPy types ``q`` as float data: a Python int or float q cast to the data's
+    type, percentile's divisor 100 too (float32 data, float32 q). NumPy did so up to 2.3,
+    and 2.4.0 still in the nan forms (there gamma's dtype argument covers the others);
+    2.4.1 replaced it with weak promotion."""
+    return not WEAK_Q and (nan or not GAMMA_TAKES_DTYPE)
+
+
+def _fraction(q: Any, percent: bool, data_type: Any) -> Any:
+    """``q`` as the array NumPy computes with: a fraction (percentile's ``q / 100``), in
+    ``data_type`` as NumPy before 2.4.1 types it (None: left to promotion)."""
+    if percent:
+        hundred = 100 if data_type is None else data_type.type(100)
+        # asanyarray, not out=...: ufuncs take out=... from NumPy 2.3 only.
+        return np.asanyarray(np.true_divide(q, hundred))
+    if data_type is not None and isinstance(q, (int, float)):  # NumPy's own test
+        return np.asanyarray(q, dtype=data_type)
+    return np.asanyarray(q)
+
+
+def _q(q: Any, name: str, percent: bool, nan: bool, dtype: Any) -> tuple[Any, bool]:
+    """``q`` as NumPy takes it and whether it promotes weakly, for data of ``dtype``
+    (None when ``a`` is no DArray, which ``_check`` refuses)."""
     if isinstance(q, DArray):
         raise UnsupportedError(
             f"np.{name}: q must be a plain number or NumPy array when a is a DArray; "
             "got a DArray q (gather it with q.full_array())"
         )
-    weak_q = type(q) in (int, float)
-    q = np.true_divide(q, 100, out=...) if percent else np.asanyarray(q)
+    weak_q = WEAK_Q and type(q) in (int, float)
+    floating = dtype is not None and dtype.kind == "f"
+    q = _fraction(q, percent, dtype if floating and _q_in_data_type(nan) else None)
     if q.ndim > 1:
         raise ArgumentError("q must be a scalar or 1d")
     if not fb._quantile_is_valid(q):
@@ -262,7 +315,7 @@ def _q(q: Any, name: str, percent: bool) -> tuple[Any, bool]:
 
 def _quantile(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: bool, weights: Any,
               name: str, percent: bool, nan: bool) -> DArray:  # fmt: skip
-    q, weak_q = _q(q, name, percent)
+    q, weak_q = _q(q, name, percent, nan, getattr(a, "dtype", None))
     a = _check(a, name, out, weights, method)
     numpy: Any = np.nanquantile if nan else np.quantile
 
