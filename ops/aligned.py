@@ -232,7 +232,7 @@ def prepare(func: np.ufunc, decision: Decision, operands: list[Any], mesh: Any) 
     )
     kept = None
     if piecewise.crosses and max(sum(send_counts), sum(receive_counts)) <= messages.KEPT_BYTES:
-        kept = messages.kept(operands, outgoing, send, receive, incoming)
+        kept = messages.kept(operands, outgoing, send, receive, incoming, reused=True)
     return Prepared(
         decision.result.local_shape(coord),
         dtype,

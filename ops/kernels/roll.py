@@ -164,7 +164,7 @@ def _prepare(
         parts = _messages(plan, a.dtype, comm.Get_size())
         outgoing, send, receive, incoming = parts
         if sum(send[0]) + sum(receive[0]) <= messages.KEPT_BYTES:
-            kept = messages.kept([a], outgoing, send, receive, incoming)
+            kept = messages.kept([a], outgoing, send, receive, incoming, reused=True)
     if len(_prepared) >= 256:
         _prepared.clear()
     entry = (plan, parts, kept)
