@@ -40,7 +40,51 @@ def pad_blocks(x: DArray, widths: Any, mode: str, values: Any) -> DArray | None:
     layout = x._spec.layout
     if mode not in LOCAL_MODES or any(p.is_partial() for p in layout.placements):
         return None
-    pairs = [(int(b), int(a)) for b, a in widths]
+    pairs = tuple((int(b), int(a)) for b, a in widths)
+    key = (x._spec, pairs, mode)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plan(x, pairs, mode)
+        if plan is None:
+            return None
+        if len(_plans) >= 256:  # bounded: specs hold meshes
+            _plans.clear()
+        _plans[key] = plan
+    spec, local_shape, inner, fills = plan
+    block = x._local
+    out = array_module(block).empty(local_shape, x.dtype)
+    if mode == "constant":  # each value converted as NumPy's write converts it, on
+        # every rank (an empty write): a value the dtype cannot hold raises everywhere,
+        # not only on the ranks whose blocks get padded cells
+        for d, (before, after) in enumerate(pairs):
+            for width, value in zip((before, after), values[d]):
+                if width:
+                    out.reshape(-1)[:0] = value
+    if inner is None:  # not a member: an empty block of the padded shape
+        return DArray(out, spec)
+    out[inner] = block
+    for region, source, d, side in fills:
+        if mode == "edge":
+            out[region] = out[source]
+        elif mode == "constant":
+            out[region] = values[d][side]
+        else:  # empty: NumPy leaves them undefined; zeros, so every rank agrees
+            out[region] = 0
+    return DArray(out, spec)
+
+
+# (spec, widths, mode) -> this rank's plan of the pad (see _plan): a repeated pad of
+# an array of that spec (a time step's boundary) computes only the copies.
+_plans: dict[tuple[Any, ...], tuple[DArraySpec, tuple[int, ...], Any, tuple[Any, ...]]] = {}
+
+
+def _plan(
+    x: DArray, pairs: tuple[tuple[int, int], ...], mode: str
+) -> tuple[DArraySpec, tuple[int, ...], Any, tuple[Any, ...]] | None:
+    """The padded spec, this rank's padded block shape, where its block goes (None off the
+    mesh) and the fills ``(region, edge source or None, axis, side)`` in NumPy's order; None
+    where the general path is needed. From the layout alone: every rank agrees."""
+    layout = x._spec.layout
     for d, (before, after) in enumerate(pairs):
         if mode == "edge" and (before or after) and not x.shape[d]:
             return None  # (no edge to repeat: the general path raises NumPy's error)
@@ -54,45 +98,33 @@ def pad_blocks(x: DArray, widths: Any, mode: str, values: Any) -> DArray | None:
     )
     spec = DArraySpec(x.mesh, Layout(layout.mesh_shape, layout.placements, shape, bounds), x.dtype)
     coord = x.mesh.coordinate
-    block = x._local
-    xp = array_module(block)
-    out = xp.empty(spec.local_shape(coord) if coord is not None else (0,) * x.ndim, x.dtype)
-    if mode == "constant":  # each value converted as NumPy's write converts it, on
-        # every rank (an empty write): a value the dtype cannot hold raises everywhere,
-        # not only on the ranks whose blocks get padded cells
-        for d, (before, after) in enumerate(pairs):
-            for width, value in zip((before, after), values[d]):
-                if width:
-                    out.reshape(-1)[:0] = value
-    if coord is None:  # not a member: an empty block of the padded shape
-        return DArray(out, spec)
+    if coord is None:
+        return spec, (0,) * x.ndim, None, ()
+    local_shape = spec.local_shape(coord)
     # Per axis: the cells this rank adds before and after its block, and where it sits.
+    block_shape = layout.local_shape(coord)
     first = [_edge(layout, coord, d, 0) for d in range(x.ndim)]
     last = [_edge(layout, coord, d, -1) for d in range(x.ndim)]
     adds = [(b if first[d] else 0, a if last[d] else 0) for d, (b, a) in enumerate(pairs)]
-    inner = tuple(slice(b, b + n) for (b, _), n in zip(adds, block.shape))
-    out[inner] = block
+    inner = tuple(slice(b, b + n) for (b, _), n in zip(adds, block_shape))
+    fills = []
     for d, (before, after) in enumerate(adds):
-        if not (before or after):
-            continue
         # Axes before d over their full (padded) extent, axes after d over the block's.
         roi = [slice(None)] * d + [slice(None)] + list(inner[d + 1 :])
-        size = out.shape[d]
+        size = local_shape[d]
         for width, side in ((before, 0), (after, 1)):
             if not width:
                 continue
             region = list(roi)
             region[d] = slice(0, width) if side == 0 else slice(size - width, size)
+            source = None
             if mode == "edge":
                 at = before if side == 0 else size - after - 1
-                source = list(roi)
-                source[d] = slice(at, at + 1)
-                out[tuple(region)] = out[tuple(source)]
-            elif mode == "constant":
-                out[tuple(region)] = values[d][side]
-            else:  # empty: NumPy leaves them undefined; zeros, so every rank agrees
-                out[tuple(region)] = 0
-    return DArray(out, spec)
+                source_list = list(roi)
+                source_list[d] = slice(at, at + 1)
+                source = tuple(source_list)
+            fills.append((tuple(region), source, d, side))
+    return spec, local_shape, inner, tuple(fills)
 
 
 def _edge(layout: Layout, coord: Any, d: int, which: int) -> bool:
