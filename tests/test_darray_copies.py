@@ -6,7 +6,8 @@ import numpy as np
 from mpi4py import MPI
 
 import dmesh
-from dmesh import Shard
+from dmesh import Replicate, Shard
+from dmesh.core.layout import Layout
 from helpers import assert_all, assert_equal_all
 
 
@@ -38,3 +39,30 @@ def test_copy_module_gives_independent_arrays(comm: MPI.Intracomm, mesh: dmesh.D
         assert_all(comm, made.spec is a.spec and made.mesh is a.mesh, "a different layout")
         assert_equal_all(comm, a.full_array(), data)
         assert_equal_all(comm, made.full_array(), np.full(10, -1.0))
+
+
+def test_specs_are_interned_while_alive(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """One live spec per (mesh, layout, dtype): made again it is the same object (and
+    keeps its fields); once its last holder is gone its entry goes too, and a spec made
+    after is a new, complete one."""
+    import gc
+
+    from dmesh.core import spec as spec_module
+    from dmesh.core.spec import DArraySpec
+
+    a = dmesh.distribute(np.arange(10.0), mesh, [Shard(0)] * mesh.ndim)
+    layout = a.spec.layout
+    again = DArraySpec(mesh, layout, np.float64)  # a dtype given as a type: one spec
+    assert again is a.spec
+    assert again.dtype == np.dtype(np.float64)
+    odd = Layout(layout.mesh_shape, (Replicate(),) * mesh.ndim, (11,), (None,))
+    key = (id(mesh), odd, np.dtype(np.int16))
+    made = DArraySpec(mesh, odd, np.int16)
+    assert spec_module._interned[key]() is made
+    del made
+    gc.collect()
+    assert key not in spec_module._interned
+    fresh = DArraySpec(mesh, odd, np.int16)
+    assert fresh.layout is odd
+    assert fresh.dtype == np.dtype(np.int16)
+    assert fresh.mesh is mesh

@@ -17,13 +17,23 @@ if TYPE_CHECKING:
 
 __all__ = ["DArraySpec"]
 
-# (id(mesh), layout, dtype) -> the one live DArraySpec of them (see DArraySpec.__new__).
-_interned: weakref.WeakValueDictionary[tuple[int, Layout, np.dtype], DArraySpec] = (
-    weakref.WeakValueDictionary()
-)
+# (id(mesh), layout, dtype) -> a weak reference to the one live DArraySpec of them (see
+# DArraySpec.__new__). A plain dict of weak references, not a WeakValueDictionary:
+# its get() is Python code, and a spec is made on every new selection's result.
+_interned: dict[tuple[int, Layout, np.dtype], weakref.ref[DArraySpec]] = {}
 
 
-@dataclass(frozen=True, eq=False)
+def _forget(key: tuple[int, Layout, np.dtype]) -> Any:
+    """The callback that drops ``key``'s entry when its spec dies (if it is still that one)."""
+
+    def forget(ref: weakref.ref[DArraySpec]) -> None:
+        if _interned.get(key) is ref:
+            del _interned[key]
+
+    return forget
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class DArraySpec:
     """Mesh, layout (placements, global shape, block boundaries) and dtype of a DArray.
 
@@ -41,17 +51,28 @@ class DArraySpec:
     dtype: np.dtype
 
     def __new__(cls, mesh: DeviceMesh, layout: Layout, dtype: np.dtype) -> DArraySpec:
-        key = (id(mesh), layout, np.dtype(dtype))
-        spec = _interned.get(key)
-        if spec is not None and spec.mesh is mesh:
-            return spec  # (__init__ runs again: the same fields)
+        key = (id(mesh), layout, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+        ref = _interned.get(key)
+        if ref is not None:
+            spec = ref()
+            if spec is not None and spec.mesh is mesh:
+                return spec  # (__init__ sees it is made and returns)
         spec = super().__new__(cls)
-        _interned[key] = spec  # (weak: the entry goes with the last holder of the spec)
+        # Weak: the entry goes with the last holder of the spec.
+        _interned[key] = weakref.ref(spec, _forget(key))
         return spec
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.dtype, np.dtype):  # np.float64 and the like: one spec per dtype
-            object.__setattr__(self, "dtype", np.dtype(self.dtype))
+    def __init__(self, mesh: DeviceMesh, layout: Layout, dtype: np.dtype) -> None:
+        if "layout" in self.__dict__:  # the live spec of these, given back by __new__
+            return
+        object.__setattr__(self, "mesh", mesh)
+        object.__setattr__(self, "layout", layout)
+        # np.float64 and the like: one spec per dtype
+        object.__setattr__(self, "dtype", dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+        self._check()
+
+    def _check(self) -> None:
+        """A Partial that the dtype cannot hold raises (a new spec's fields, once)."""
         for p in self.layout.placements:
             if isinstance(p, Partial) and p.op in ("min", "max") and self.dtype.kind == "c":
                 raise ArgumentError(
