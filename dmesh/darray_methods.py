@@ -236,7 +236,10 @@ class ArrayMethods:
         ops = {p.op for p in self._spec.placements if isinstance(p, Partial)}
         if ops and dtype != self.dtype and not _cast_commutes(ops, self.dtype, dtype):
             source = self.reduce_partials()  # type: ignore[attr-defined]
-        return type(self)(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[call-arg,return-value]
+        # A new DArray, not type(self): a compiled call's stand-ins (dmesh.compile's lazy
+        # arrays) are subclasses made another way, and the cast's result is a plain block.
+        darray = _hooks.darray_type
+        return darray(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[no-any-return]
 
     # -- in place ------------------------------------------------------------------------
     def sort(self, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> None:

@@ -331,3 +331,26 @@ def test_changed_global_or_closure_constant_retraces(comm: MPI.Intracomm, mesh: 
         OFFSET = 1.0
     ok = not problems and compiled.traces == closure.traces == 3
     assert_all(comm, ok, f"{compiled.traces} {closure.traces} " + "\n".join(problems))
+
+
+def test_astype_of_a_recorded_result(comm: MPI.Intracomm, mesh: Any) -> None:
+    """``.astype`` of an op's result inside a compiled function (Game of Life's
+    ``((N == 3) | (Z & (N == 2))).astype(Z.dtype)``): a plain DArray, eager's values,
+    on every call (it raised a TypeError making the result as the stand-in's type)."""
+    z = np.arange(24).reshape(6, 4) % 3 == 0
+    start = dmesh.distribute(z.astype(np.int64), mesh, [dmesh.Shard(0)] * mesh.ndim)
+
+    def rule(a: Any) -> Any:
+        n = a + np.roll(a, 1, 0) + np.roll(a, -1, 1)
+        return ((n == 2) | (a & (n == 1))).astype(a.dtype)
+
+    compiled = dmesh.compile(rule)
+    eager = start
+    state = start
+    for _ in range(3):
+        eager = rule(eager)
+        state = compiled(state)
+        assert_all(comm, type(state) is dmesh.DArray, f"{type(state)}")
+        assert_all(comm, state.dtype == np.int64, f"{state.dtype}")
+        difference = _same(state, eager)
+        assert_all(comm, not difference, difference)
