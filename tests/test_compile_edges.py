@@ -354,3 +354,24 @@ def test_astype_of_a_recorded_result(comm: MPI.Intracomm, mesh: Any) -> None:
         assert_all(comm, state.dtype == np.int64, f"{state.dtype}")
         difference = _same(state, eager)
         assert_all(comm, not difference, difference)
+
+
+def test_copy_is_recorded(comm: MPI.Intracomm, mesh: Any) -> None:
+    """``u.copy()`` (most time steps start with one) is an op of the plan, not a graph
+    break; the copy is a new block on every call, as eager's."""
+    u = dmesh.distribute(np.arange(12.0).reshape(6, 2) - 4.5, mesh, [dmesh.Shard(0)] * mesh.ndim)
+
+    def step(a: Any) -> Any:
+        b = a.copy()
+        return b * 2.0 + a, a.copy()
+
+    compiled = dmesh.compile(step)
+    for _ in range(3):
+        got, again = compiled(u)
+        want, _ = step(u)
+        difference = _same(got, want)
+        assert_all(comm, not difference, difference)
+        assert_all(comm, not compiled.breaks, f"breaks: {compiled.breaks}")
+        assert_all(comm, not np.shares_memory(again.local, u.local), "the copy is the input")
+        difference = _same(again, u)
+        assert_all(comm, not difference, difference)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from dmesh import _hooks
 from dmesh.darray import DArray
-from dmesh.ops.compiler.trace import StandIn
+from dmesh.ops.compiler.trace import StandIn, Tracer
 
 if TYPE_CHECKING:
     from dmesh.ops.compiler.segments import Segments
@@ -68,6 +69,14 @@ class LazyArray(StandIn):
                 return value
         return _full_array(self)
 
+    def copy(self) -> DArray:
+        """``DArray.copy``: recorded while its segment records (a time step's ``u.copy()``
+        then breaks nothing), else made from the block (the segment runs first)."""
+        recorder = _hooks.recorder
+        if isinstance(recorder, Tracer) and recorder.records(self):
+            return recorder.copy(self)
+        return _copy(self)  # type: ignore[no-any-return]
+
     def __repr__(self) -> str:
         return f"LazyArray({self._spec!r})"
 
@@ -91,12 +100,11 @@ for _name in (
     "to_local",
     "__array__",
     "tolist",
-    "copy",
     "__setitem__",
     "astype",
 ):
     setattr(LazyArray, _name, _eagerly(_name))
-_item, _full_array = _eagerly("item"), _eagerly("full_array")
+_item, _full_array, _copy = _eagerly("item"), _eagerly("full_array"), _eagerly("copy")
 LazyArray.__bool__ = DArray.__bool__  # type: ignore[method-assign]  # through item()
 LazyArray.__getitem__ = DArray.__getitem__  # type: ignore[method-assign]  # the hook records it
 LazyArray.local = property(_eagerly("to_local"), doc="This rank's block (runs the segment).")  # type: ignore[assignment]

@@ -149,6 +149,9 @@ class StandIn(DArray):
         self._break("bool()")
 
     def copy(self) -> DArray:
+        recorder = _hooks.recorder
+        if isinstance(recorder, Tracer) and recorder.records(self):
+            return recorder.copy(self)  # (a.copy() starts most time steps: recorded)
         self._break("copy()")
 
     def __getitem__(self, key: Any) -> DArray:
@@ -227,6 +230,10 @@ class Tracer:
             self.trace.graph_break(f"indexing with {_stable(key)} (moves data or reads values)")
         spec, index = planned
         return self._block_node(index, a, spec, f"getitem[{_stable(key)}]")
+
+    def copy(self, a: StandIn) -> StandIn:
+        """Record ``a.copy()``: a new block of the same values and spec (no message)."""
+        return self._block_node(copy_block, a, a.spec, "copy")
 
     def redistribute(self, a: DArray, mesh: Any, target: Layout) -> Any:
         """``DArray._moved`` asks: a redistribution of a stand-in on its mesh is recorded,
@@ -402,6 +409,11 @@ class Tracer:
             Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
         )
         return result
+
+
+def copy_block(block: Any) -> Any:
+    """A copy node's function: a new block of the operand's values (``a.copy()``)."""
+    return block.copy()
 
 
 def same_block(block: Any) -> Any:
