@@ -37,7 +37,11 @@ all ranks and the NumPy run on the whole arrays on rank 0 alone are timed in
 alternating batches (``bench_timing.alternating``: the slowest rank's median),
 sizes chosen so that NumPy takes some 20-200 ms. The ratio is dmesh / NumPy:
 there is no target for it, it says what dmesh costs (1 rank) or gains
-(2 ranks) on programs nobody rewrote for it.
+(2 ranks) on programs nobody rewrote for it. The same function wrapped in
+``dmesh.compile`` runs in the same batches (checked against the eager
+result first); the "compiled" column is its time over the eager dmesh time,
+and a list after the table says where each program's trace first breaks
+(from there it runs in segments).
 
 ``spectral NS`` has a second baseline when ``mpi4py_fft`` can be imported:
 the same solver (equations, size, steps, RK2, dealiasing) written the way an
@@ -497,18 +501,28 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
         pfft["ok"] = pfft["max_error"] <= PFFT_TOL
         pfft_fns.append(pfft_run)
 
+    # The same function through dmesh.compile: its first call traces (and runs), then
+    # replays; checked against the eager result, timed in the same batches.
+    compiled = dmesh.compile(program.run)
+    compiled_error = _max_error(_gather(compiled(*dist, steps)), _gather(program.run(*dist, steps)))
+    compiled_error = float(comm.allreduce(compiled_error, op=MPI.MAX))
+
     def ours() -> None:
         program.run(*dist, steps)
+
+    def ours_compiled() -> None:
+        compiled(*dist, steps)
 
     def numpy_one_process() -> None:  # the others wait in the batch's closing all-reduce
         if rank0:
             program.run(*full, steps)
 
-    times = alternating(comm, [ours, numpy_one_process, *pfft_fns], 1, program.repeats)
-    dmesh_s, numpy_s = times[:2]
+    fns = [ours, numpy_one_process, ours_compiled, *pfft_fns]
+    times = alternating(comm, fns, 1, program.repeats)
+    dmesh_s, numpy_s, compiled_s = times[:3]
     if pfft_fns and pfft is not None:
-        pfft["mpi4py_fft_s"] = times[2]
-        pfft["vs_mpi4py_fft"] = dmesh_s / times[2]
+        pfft["mpi4py_fft_s"] = times[3]
+        pfft["vs_mpi4py_fft"] = dmesh_s / times[3]
         pfft_destroy()
 
     profile = cProfile.Profile()
@@ -526,7 +540,13 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
         "ratio": dmesh_s / numpy_s,
         "max_error": error,
         "tolerance": program.tol,
-        "ok": error <= program.tol and (pfft is None or pfft.get("ok", True)),
+        "compiled_s": compiled_s,
+        "compiled_vs_eager": compiled_s / dmesh_s,
+        "compiled_max_error": compiled_error,
+        "compiled_breaks": list(compiled.breaks),
+        "ok": error <= program.tol
+        and compiled_error <= program.tol
+        and (pfft is None or pfft.get("ok", True)),
         "mpi4py_fft": pfft,
         "profile": _profile_top(profile) if rank0 else [],
     }
@@ -584,12 +604,17 @@ def main() -> int:
               f"{time.strftime('%Y-%m-%d %H:%M')}; one BLAS thread per rank")  # fmt: skip
         print("(numpy: the same function on the whole ndarrays on rank 0 alone, same run;")
         print(" ratio: dmesh / numpy, below 1 is faster; max err relative to the largest value)")
+        print(" compiled: dmesh.compile of the same function, its time / the eager dmesh time)")
         print(f"{'program':<14} {'size':<19} {'numpy':>9} {'dmesh':>9} {'ratio':>6} "
-              f"{'max err':>8}  ok")  # fmt: skip
+              f"{'max err':>8}  ok  {'compiled':>8}")  # fmt: skip
         for r in rows:
             print(f"{r['case']:<14} {r['size']:<19} {r['numpy_one_process_s'] * 1e3:>6.1f} ms"
                   f" {r['dmesh_s'] * 1e3:>6.1f} ms {r['ratio']:>6.2f} {r['max_error']:>8.1e}  "
-                  f"{'yes' if r['ok'] else 'NO'}")  # fmt: skip
+                  f"{'yes' if r['ok'] else 'NO '} {r['compiled_vs_eager']:>8.2f}")  # fmt: skip
+        print("\nWhere each compiled program first breaks the graph (then runs in segments):")
+        for r in rows:
+            breaks = r["compiled_breaks"]
+            print(f"  {r['case']}: {breaks[0] if breaks else 'none'}")
         for r in rows:
             b = r["mpi4py_fft"]
             if b is None:
