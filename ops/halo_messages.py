@@ -25,7 +25,7 @@ from mpi4py import MPI
 
 import dmesh.collectives as coll
 
-__all__ = ["KEPT_BYTES", "Kept", "kept", "start", "watched"]
+__all__ = ["KEPT_BYTES", "Kept", "Posted", "kept", "start", "watched"]
 
 KEPT_BYTES = 1 << 20  # exchanges moving more than this (per rank) allocate per call
 TAG = 0xA11  # the point-to-point messages of these exchanges, each complete before its op returns
