@@ -199,6 +199,11 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         if step is not None:
             fast = step.fast
             return fast(func, x) if fast is not None else perform(func, step, args, x._spec.mesh)
+    if not kwargs and len(args) == 3 and type(args[0]) is type(args[1]) is type(args[2]) is DArray:
+        # np.where(c, a, b), np.clip(a, lo, hi) of DArrays, seen before: the key inline.
+        step = steps.get((func, args[0]._spec, args[1]._spec, args[2]._spec))
+        if step is not None:
+            return perform(func, step, args, args[0]._spec.mesh)
     key = cache_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
     if key is not None:
         step = lookup(key)

@@ -109,6 +109,16 @@ def _run(func: Any, blocks: list[Any], call: Call) -> Any:
     return func(*blocks, **static)
 
 
+def _run_plain(func: Any, blocks: list[Any], call: Call) -> Any:
+    return func(*blocks)
+
+
+def _specialize(call: Call) -> Any:
+    """``run`` for one cached call: a call with no other arguments (``np.where(c, a, b)``)
+    is the function of the blocks, without unpacking the static part on every call."""
+    return _run_plain if not call.static else _run
+
+
 # The functions with out=; NumPy casts into it as its ufuncs do, same_kind (np.clip,
 # np.fix's floor/ceil, np.round's rint), np.clip alone taking casting= too.
 _WITH_OUT = (np.clip, np.fix, np.round, np.around)
@@ -135,7 +145,7 @@ def where_condition_alone(condition: Any, *rest: Any) -> Any:
 
 for _func in OPERANDS:
     register(_func, name=f"elementwise.{_func.__name__}", out_shape=broadcast_shape,
-             parse=_parse_for(_func), run=_run)(elementwise_rows(None))  # type: ignore[arg-type]  # fmt: skip
+             parse=_parse_for(_func), run=_run, specialize=_specialize)(elementwise_rows(None))  # type: ignore[arg-type]  # fmt: skip
 
 
 @decompose(np.allclose)
