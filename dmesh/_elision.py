@@ -188,6 +188,28 @@ def _block_refs() -> int:
 _BLOCK_REFS = _block_refs()
 
 
+def binary_key(ufunc: np.ufunc, x: Any, y: Any) -> tuple[Any, Any, Any]:
+    """The step cache's key of ``ufunc(x, y)`` as the hot paths look it up (the operators
+    here, ``dmesh.ops.dispatch.call_ufunc``): a DArray by its spec, a 0-d array by its
+    dtype, anything else by its type (``dmesh.ops.pipeline.cache_key`` stores steps under
+    the same key; a type it never stores under, a stand-in's, finds none)."""
+    darray = _hooks.darray_type
+    first, second = type(x), type(y)
+    return (
+        ufunc,
+        x._spec
+        if first is darray
+        else (first, x.dtype)
+        if first is np.ndarray and not x.ndim
+        else first,
+        y._spec
+        if second is darray
+        else (second, y.dtype)
+        if second is np.ndarray and not y.ndim
+        else second,
+    )
+
+
 def fused_call(ufunc: np.ufunc, x: Any, y: Any) -> Any:
     """``ufunc(x, y)`` by the fused closure of a cached plain call that moves nothing
     (``Step.fast``), or None where there is none or it must not serve now.
@@ -202,23 +224,7 @@ def fused_call(ufunc: np.ufunc, x: Any, y: Any) -> Any:
     steps = _hooks.operator_steps
     if steps is None or _hooks.recorder is not None:
         return None
-    darray = _hooks.darray_type
-    first, second = type(x), type(y)
-    step = steps.get(  # (a 0-d array by its dtype, as the dispatcher keys it)
-        (
-            ufunc,
-            x._spec
-            if first is darray
-            else (first, x.dtype)
-            if first is np.ndarray and not x.ndim
-            else first,
-            y._spec
-            if second is darray
-            else (second, y.dtype)
-            if second is np.ndarray and not y.ndim
-            else second,
-        )
-    )
+    step = steps.get(binary_key(ufunc, x, y))
     if step is None or step.fast is None:
         return None
     return step.fast(ufunc, x, y)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._elision import binary_key
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
@@ -95,20 +96,7 @@ def call_ufunc(
         # The hot path (a cached ``a + b``): the key and the lookup inline.
         if len(inputs) == 2:
             x, y = inputs
-            kx, ky = type(x), type(y)
-            key: tuple[Any, ...] = (  # (as cache_key: a 0-d array by its dtype)
-                ufunc,
-                x._spec
-                if kx is DArray
-                else (kx, x.dtype)
-                if kx is np.ndarray and not x.ndim
-                else kx,
-                y._spec
-                if ky is DArray
-                else (ky, y.dtype)
-                if ky is np.ndarray and not y.ndim
-                else ky,
-            )
+            key: tuple[Any, ...] = binary_key(ufunc, x, y)  # (the operators' key)
             step = steps.get(key)
             if step is not None:
                 fast = step.fast  # a + b, a * 2.0 where nothing moves: one closure

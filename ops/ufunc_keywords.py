@@ -52,43 +52,32 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
     (``dmesh.ops.rules.two_outputs``), which writes each output.
     """
     out = kwargs.get("out")
-    if len(kwargs) == 1 and len(inputs) == 2 and type(out) is tuple and len(out) == 1:
-        # The hottest form, np.add(a, b, out=o) seen before: the _direct test inline.
-        target, (x, y) = out[0], inputs
+    if len(kwargs) == 1 and type(out) is tuple and len(out) == 1:
+        # The hot np.add(a, b, out=o) seen before: its operands and result laid out as
+        # out, computed straight into out's block.
+        target = out[0]
         if (
             type(target) is DArray
             and target._view is None
-            and (
-                ufunc,
-                target._spec,
-                x._spec if type(x) is DArray else type(x),
-                y._spec if type(y) is DArray else type(y),
-            )
-            in _direct
+            and _direct_key(ufunc, target, inputs) in _direct
             and _hooks.before_block_access is None
             and _hooks.recorder is None
         ):
-            ufunc(
-                x._local if type(x) is DArray else x,
-                y._local if type(y) is DArray else y,
-                out=target._local,
-            )
+            if len(inputs) == 2:  # (the common form, without building a list)
+                x, y = inputs
+                ufunc(
+                    x._local if type(x) is DArray else x,
+                    y._local if type(y) is DArray else y,
+                    out=target._local,
+                )
+            else:
+                ufunc(*[x._local if type(x) is DArray else x for x in inputs], out=target._local)
             return target
     impl = decomposition_for((ufunc, "__call__")) if ufunc.nout > 1 else None
     if impl is not None:
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")
     target = _one_out(ufunc.__name__, out)
-    if (
-        not kwargs
-        and type(target) is DArray
-        and target._view is None
-        and _direct_key(ufunc, target, inputs) in _direct
-        and _hooks.before_block_access is None
-        and _hooks.recorder is None
-    ):  # a call seen before whose operands and result are laid out as out: straight in
-        ufunc(*[x._local if type(x) is DArray else x for x in inputs], out=target._local)
-        return target
     if not kwargs and all(x is target or isinstance(x, SCALARS) for x in inputs):
         done = _live_in_place(ufunc, target, inputs)
         if done is not None:
@@ -149,6 +138,14 @@ _direct: dict[tuple[Any, ...], None] = {}
 
 def _direct_key(ufunc: np.ufunc, target: DArray, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     """The key of ``ufunc(*inputs, out=target)`` in ``_direct``."""
+    if len(inputs) == 2:  # (the common form, without building a list)
+        x, y = inputs
+        return (
+            ufunc,
+            target._spec,
+            x._spec if type(x) is DArray else type(x),
+            y._spec if type(y) is DArray else type(y),
+        )
     return (ufunc, target._spec, *[x._spec if type(x) is DArray else type(x) for x in inputs])
 
 

@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard
-from helpers import assert_all, assert_equal_all, assert_raises_all
+from helpers import assert_all, assert_equal_all, assert_raises_all, same_on_every_rank
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}
 
@@ -208,3 +208,10 @@ def test_cached_extrema_of_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceM
                         full = got.full_array() if isinstance(got, dmesh.DArray) else got
                         assert_all(comm, np.asarray(full).dtype == want.dtype, "dtype")
                         assert_equal_all(comm, np.asarray(full), want)
+        if data.dtype.kind in "fiu":  # a Partial(max)/Partial(min) operand of its own op
+            for func, op in ((np.max, "max"), (np.min, "min")):
+                x = dmesh.distribute(data, mesh, [Partial(op)] * mesh.ndim)
+                for _ in range(2):
+                    got = np.asarray(func(x, axis=0).full_array())
+                    assert_equal_all(comm, got, func(data, axis=0))
+                    same_on_every_rank(comm, got)
