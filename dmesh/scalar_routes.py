@@ -34,7 +34,7 @@ from dmesh.core.placement import Partial, Shard
 from dmesh.core.plan import plan_redistribution
 from dmesh.core.spec import DArraySpec
 
-__all__ = ["GATHER", "LOCAL", "direct_move", "reduce_terms", "route_of", "routes"]
+__all__ = ["GATHER", "LOCAL", "direct_move", "direct_route", "reduce_terms", "route_of", "routes"]
 
 LOCAL, GATHER = object(), object()
 # spec -> route, for one-element specs only; hot paths read it as routes.get(spec).
@@ -105,11 +105,14 @@ def direct_move(spec: DArraySpec, target: Layout) -> tuple[DArraySpec, Any] | No
         else:
             if len(_moves) >= _LIMIT:
                 _moves.clear()
-            entry = _moves[spec] = [target, _direct(spec, target)]
+            entry = _moves[spec] = [target, direct_route(spec, target)]
     return entry[1]  # type: ignore[no-any-return]
 
 
-def _direct(spec: DArraySpec, target: Layout) -> tuple[DArraySpec, Any] | None:
+def direct_route(spec: DArraySpec, target: Layout) -> tuple[DArraySpec, Any] | None:
+    """``(target spec, route)`` of moving an array of ``spec`` (any size) to ``target`` on
+    its mesh where the plan is no step (``LOCAL``) or one plain ``all_reduce``
+    (``(communicator, ReducePlan)``); else None. Pure: from the specs alone."""
     mesh = spec.mesh
     if not mesh.is_member or target == spec.layout:
         return None  # (the general path: an empty block, or the block itself)

@@ -37,6 +37,9 @@ from dmesh.ops.registry import (
 )
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
+from dmesh.ops.static_calls import lookup as static_lookup
+from dmesh.ops.static_calls import remember as static_remember
+from dmesh.ops.static_calls import static_key
 from dmesh.ops.ufunc_keywords import in_place_view, into, masked
 
 __all__ = [
@@ -193,10 +196,17 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         if step is not None:
             return perform(func, step, args, args[0]._spec.mesh)
     key = cache_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
+    by_value = None
     if key is not None:
         step = lookup(key)
         if step is not None:  # a previous call's parse and decision (``np.dot(a, b)``)
             return perform(func, step, args, args[0]._spec.mesh)
+    elif args and type(args[0]) is DArray:
+        by_value = static_key(func, args, kwargs)
+        found = None if by_value is None else static_lookup(by_value)
+        if found is not None:  # np.sum(a, 0) seen before: its parse's step and operands
+            step, positions = found
+            return perform(func, step, [args[i] for i in positions], args[0]._spec.mesh)
     if kwargs:
         form = keyword_form_for(func, kwargs)
         if form is not None:  # keywords the rule does not take (a reduction's where=)
@@ -219,7 +229,7 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             f"np.{func.__name__} on DArrays (placements {placements}) is not supported yet; "
             "gather with a.full_array() if the array is small, or use a supported operation"
         )
-    return _call_parsed(func, func, rule, args, kwargs, func.__name__, key)
+    return _call_parsed(func, func, rule, args, kwargs, func.__name__, key, by_value)
 
 
 def _call_parsed(
@@ -230,12 +240,15 @@ def _call_parsed(
     kwargs: dict[str, Any],
     name: str,
     key: tuple[Any, ...] | None = None,
+    by_value: tuple[Any, ...] | None = None,
 ) -> DArray:
     """A call whose rule parses its arguments: parse, then the pipeline; remembered if it can be.
 
     Remembered under ``key`` (or the key of its arguments) when the
     arguments are the operands, so that a later call with the same specs and
-    keywords skips the parse as well.
+    keywords skips the parse as well; under ``by_value`` (its other positional
+    arguments by value, ``dmesh.ops.static_calls``) when the parsed operands
+    are among the arguments.
     """
     parsed, static = rule.parse(args, kwargs)  # type: ignore[misc]  # callers check parse
     # The parsed operands and static arguments key the step too (np.concatenate's
@@ -243,11 +256,15 @@ def _call_parsed(
     parsed_key = _parsed_key(registered, parsed, static)
     step = None if parsed_key is None else steps.get(parsed_key)
     if step is not None:
+        if by_value is not None:
+            static_remember(by_value, step, parsed, args)
         mesh = next(x for x in parsed if type(x) is DArray)._spec.mesh
         return perform(func, step, parsed, mesh)
     operands, mesh, step = prepare(rule, parsed, static, name)
     if parsed_key is not None:
         remember(parsed_key, step)
+        if by_value is not None and all(x is y for x, y in zip(operands, parsed)):
+            static_remember(by_value, step, parsed, args)
     result = perform(func, step, operands, mesh)
     same = len(operands) == len(args) and all(x is y for x, y in zip(operands, args))
     if same and args and all(type(x) is DArray for x in args):

@@ -215,3 +215,63 @@ def test_cached_extrema_of_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceM
                     got = np.asarray(func(x, axis=0).full_array())
                     assert_equal_all(comm, got, func(data, axis=0))
                     same_on_every_rank(comm, got)
+
+
+def test_reductions_into_out_repeated(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """A reduction into out=, repeated (the second call straight into out's block: the local
+    reduction, then one Allreduce into it where that is the plan), gives NumPy's values at
+    every placement of the operand and of out, casts into out as NumPy does (unsafe), and
+    every rank holds the same bits, NaNs included."""
+    data = DATA.copy()
+    data[1, 2] = np.nan
+    ints = (DATA * 7).astype(np.int64) - 2**62
+    for p_a, p_out in itertools.product(placements_of(mesh, 2), placements_of(mesh, 1, True)):
+        a = dmesh.distribute(data, mesh, p_a)
+        ai = dmesh.distribute(ints, mesh, p_a)
+        out = dmesh.zeros((5,), mesh=mesh).redistribute(placements=p_out)  # (Partial too)
+        p_out = [Replicate() if p.is_partial() else p for p in p_out]
+        out32 = dmesh.zeros((5,), dtype=np.float32, mesh=mesh, placements=p_out)
+        out_int = dmesh.zeros((3,), dtype=np.int64, mesh=mesh, placements=p_out)
+        for _ in range(2):
+            for func in (np.sum, np.prod, np.max, np.min, np.mean):
+                assert_all(comm, func(a, 0, out=out) is out, "out not returned")
+                got = out.full_array()
+                assert_equal_all(comm, got, func(data, 0), **TOL)  # (sums in another order)
+                same_on_every_rank(comm, got)
+                func(a, axis=0, out=out32)
+                want32 = func(data, 0).astype(np.float32)
+                assert_equal_all(comm, out32.full_array(), want32, rtol=1e-6)
+            np.sum(ai, 1, out=out_int)
+            assert_equal_all(comm, out_int.full_array(), ints.sum(1))
+            np.sum(a, 1, out=out_int)  # float into int: NumPy's unsafe cast (NaN as NumPy)
+            want = np.zeros(3, dtype=np.int64)
+            with np.errstate(invalid="ignore"):
+                np.sum(data, 1, out=want)
+                assert_equal_all(comm, out_int.full_array(), want)
+    wrong = dmesh.zeros((4,), mesh=mesh)
+    for _ in range(2):
+        assert_raises_all(comm, ValueError, np.sum, a, 0, out=wrong, match="shape")
+
+
+def test_positional_arguments_are_keyed_by_value(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """Calls with positional static arguments (np.sum(a, 0)), repeated and interleaved with
+    other values of the same arguments, each get their own plan: NumPy's answer every time."""
+    data = np.arange(24.0).reshape(2, 3, 4) - 11.5
+    calls = [
+        (np.sum, (0,)), (np.sum, (1,)), (np.sum, (-1,)), (np.sum, (None,)), (np.sum, ((0, 2),)),
+        (np.sum, (1, None, None, True)), (np.mean, (2,)), (np.max, (0,)), (np.max, (1, None, True)),
+        (np.prod, (2,)), (np.cumsum, (1,)), (np.argmax, (2,)), (np.any, (0,)),
+        (np.moveaxis, (0, -1)), (np.swapaxes, (0, 2)), (np.transpose, ((2, 0, 1),)),
+        (np.expand_dims, (1,)), (np.flip, (0,)), (np.diff, (1, 2)), (np.diff, (2, 0)),
+    ]  # fmt: skip
+    for placements in placements_of(mesh, 3):
+        a = dmesh.distribute(data, mesh, placements)
+        for _ in range(2):
+            for func, args in calls:
+                got = func(a, *args)
+                want = func(data, *args)
+                full = got.full_array() if isinstance(got, dmesh.DArray) else got
+                assert_all(comm, np.shape(full) == np.shape(want), f"{func.__name__}{args}")
+                assert_equal_all(comm, np.asarray(full), want)

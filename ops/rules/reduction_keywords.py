@@ -21,10 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from dmesh import _hooks
+from dmesh.collectives import tracing
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
+from dmesh.collectives.reduce_ops import canonical_nan
+from dmesh.collectives.reductions import SPLIT_BYTES
 from dmesh.darray import DArray
-from dmesh.ops.indexing.views import write_out
+from dmesh.ops.indexing.views import assign_result, write_out
+from dmesh.ops.pipeline import perform
 from dmesh.ops.registry import keyword_form, special_form
+from dmesh.ops.static_calls import lookup as static_lookup
+from dmesh.ops.static_calls import static_key
+from dmesh.scalar_routes import LOCAL, direct_route
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
 # Each function's parameters in order (their positional order differs: np.sum
@@ -50,6 +58,10 @@ _HANDLED = {"a", "axis", "dtype", "keepdims", "where", "out", "initial"}
 @keyword_form(*_FUNCS, keywords={"where", "out", "initial"})
 def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``func(a, ..., where=, initial=, out=)`` on DArrays (collective)."""
+    if "out" in kwargs and "where" not in kwargs and "initial" not in kwargs:
+        done = _into(func, args, kwargs)
+        if done is not NotImplemented:
+            return done
     arguments = _bind(func, args, kwargs)
     unknown = sorted(set(arguments) - _HANDLED)
     if unknown:
@@ -85,6 +97,82 @@ def reduce_with_keywords(func: Callable[..., Any], *args: Any, **kwargs: Any) ->
         return _reduce(func, source, initial if has_initial else np._NoValue, plain)
 
     return compute() if out is None else write_out(func.__name__, out, compute)
+
+
+# (func, a's spec and the other arguments by value, out's spec) -> [the reduction's
+# result spec, that spec's route to out's layout], for
+# ``func(a, axis, out=o)`` without where= or initial= (see _into).
+_routes: dict[tuple[Any, ...], list[Any]] = {}
+_INTO = {"a", "axis", "dtype", "keepdims", "out"}
+
+
+def _into(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``func(a, ..., out=o)`` reduced straight into ``o``'s block where the plan from the
+    result to ``o``'s layout is one plain ``all_reduce`` (a sum over a sharded axis into a
+    replicated ``o``): the local reduction, then one ``Allreduce`` into ``o``'s block, with
+    no result array, move or copy between. Else the result is written as ``write_out``
+    does; NotImplemented where this does not apply (a view ``o``, a debug tool watching,
+    ``dmesh.compile`` recording, an argument that keys no call). Every condition of the
+    direct route reads what every rank of the reduction holds alike (specs, dtypes, the
+    replicated block's shape and strides), so all take the same path."""
+    out = kwargs["out"]
+    a = args[0] if args else kwargs.get("a")
+    if (
+        type(out) is not DArray
+        or type(a) is not DArray
+        or out._view is not None
+        or tracing.hooked
+        or _hooks.recorder is not None
+    ):
+        return NotImplemented
+    rest = {k: v for k, v in kwargs.items() if k != "out"}
+    called = static_key(func, args, rest)
+    if called is None:
+        return NotImplemented
+    key = (called, out._spec)
+    entry = _routes.get(key)
+    if entry is None:
+        if not _bind(func, args, kwargs).keys() <= _INTO:  # (and Python's errors, as NumPy)
+            return NotImplemented
+        if len(_routes) >= 1024:  # bounded: keys hold specs, and through them meshes
+            _routes.clear()
+        entry = _routes[key] = [None, None]
+    found = static_lookup(called)
+    if found is not None:  # the reduction without out= seen before: its step
+        step, positions = found
+        result = perform(func, step, [args[i] for i in positions], a._spec.mesh)
+    else:
+        result = func(*args, **rest)
+    if type(result) is not DArray or result.shape != out.shape or result.mesh is not out.mesh:
+        return write_out(func.__name__, out, lambda: result)  # (raises write_out's error)
+    spec = result._spec
+    if entry[0] is not spec:
+        entry[0], entry[1] = spec, direct_route(spec, out._spec.layout)
+    route = entry[1]
+    block, local = out._local, result._local
+    if route is not None and route[1] is LOCAL:  # (one rank: the partial sum is the sum)
+        np.copyto(block, local, casting="unsafe")
+        return out
+    if (
+        route is not None
+        and type(block) is np.ndarray
+        and type(local) is np.ndarray
+        and block.dtype == local.dtype
+        and block.shape == local.shape
+        and block.flags.c_contiguous
+        and local.flags.c_contiguous
+        and block.dtype.isnative
+        and (local.nbytes < SPLIT_BYTES or not route[1][1].canonical)
+    ):
+        # (dmesh.collectives.all_reduce's small-message path, into out's block)
+        comm, plan = route[1]
+        count = local.size
+        comm.Allreduce([local, count, plan.datatype], [block, count, plan.datatype], plan.mpi_op)
+        if plan.canonical and comm.Get_size() > 1:
+            canonical_nan(block)
+        return out
+    assign_result(out, result, "unsafe", f"np.{func.__name__}")
+    return out
 
 
 def _bind(
