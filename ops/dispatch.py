@@ -200,12 +200,16 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
     if key is not None:
         step = lookup(key)
         if step is not None:  # a previous call's parse and decision (``np.dot(a, b)``)
+            if step.fast is not None and len(args) == 1:  # (np.sum(a, axis=0): the
+                return step.fast(func, args[0])  # keywords are in the step, as parsed)
             return perform(func, step, args, args[0]._spec.mesh)
     elif args and type(args[0]) is DArray:
         by_value = static_key(func, args, kwargs)
         found = None if by_value is None else static_lookup(by_value)
         if found is not None:  # np.sum(a, 0) seen before: its parse's step and operands
             step, positions = found
+            if step.fast is not None and len(positions) == 1:
+                return step.fast(func, args[positions[0]])
             return perform(func, step, [args[i] for i in positions], args[0]._spec.mesh)
     if kwargs:
         form = keyword_form_for(func, kwargs)
@@ -255,19 +259,23 @@ def _call_parsed(
     # list, np.stack's): what prepare decides follows from their specs alone.
     parsed_key = _parsed_key(registered, parsed, static)
     step = None if parsed_key is None else steps.get(parsed_key)
-    if step is not None:
-        if by_value is not None:
-            static_remember(by_value, step, parsed, args)
+    if step is not None:  # (another call with the same parse: np.sum(a) after a.sum())
+        operands = parsed
         mesh = next(x for x in parsed if type(x) is DArray)._spec.mesh
-        return perform(func, step, parsed, mesh)
-    operands, mesh, step = prepare(rule, parsed, static, name)
-    if parsed_key is not None:
-        remember(parsed_key, step)
-        if by_value is not None and all(x is y for x, y in zip(operands, parsed)):
-            static_remember(by_value, step, parsed, args)
+    else:
+        operands, mesh, step = prepare(rule, parsed, static, name)
+        if parsed_key is not None:
+            remember(parsed_key, step)
+    if (
+        parsed_key is not None
+        and by_value is not None
+        and all(x is y for x, y in zip(operands, parsed))
+    ):
+        static_remember(by_value, step, parsed, args)
     result = perform(func, step, operands, mesh)
     same = len(operands) == len(args) and all(x is y for x, y in zip(operands, args))
     if same and args and all(type(x) is DArray for x in args):
+        # Under this call's own key too, so that its next call skips the parse.
         key = key or cache_key(registered, args, kwargs)
         if key is not None:
             remember(key, step)

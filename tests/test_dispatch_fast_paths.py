@@ -64,6 +64,28 @@ def test_repeated_calls_reuse_the_decision(comm: MPI.Intracomm, mesh: dmesh.Devi
     assert_equal_all(comm, (a @ v).full_array(), data @ np.ones(3))
 
 
+def test_every_form_of_a_call_is_remembered(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Calls that parse alike (np.sum(a, axis=0) and np.sum(a) of a 1-D a, np.sum(b, 0) and
+    np.sum(b, axis=0))
+    are each remembered under their own key, whichever came first, and positional static
+    arguments are keyed by value: np.sum(b, 1) after np.sum(b, 0) is its own call."""
+    from dmesh.ops import static_calls
+
+    a = dmesh.distribute(np.arange(7.0), mesh, [Shard(0)] * mesh.ndim)
+    b = dmesh.distribute(np.arange(12.0).reshape(4, 3), mesh, [Shard(0)] * mesh.ndim)
+    for _ in range(2):
+        assert_equal_all(comm, np.sum(a, axis=0).item(), 21.0)  # (parsed as np.sum(a))
+        assert_equal_all(comm, np.sum(a).item(), 21.0)
+        for axis in (0, 1):
+            want = np.arange(12.0).reshape(4, 3).sum(axis)
+            assert_equal_all(comm, np.sum(b, axis=axis).full_array(), want)
+            assert_equal_all(comm, np.sum(b, axis).full_array(), want)
+    assert_all(comm, (np.sum, a.spec) in pipeline.steps, "np.sum(a) not kept")
+    for axis in (0, 1):
+        key = static_calls.static_key(np.sum, (b, axis), {})
+        assert_all(comm, static_calls.lookup(key) is not None, f"np.sum(b, {axis}) not kept")
+
+
 ELIDE = _elision.temporary_refs > 0
 BIG = _elision.ELIDE_BYTES // 8 * WORLD * 2  # float64 blocks above the elision size
 
