@@ -197,3 +197,27 @@ def test_unravel_and_ravel_multi_index(comm: MPI.Intracomm, mesh: dmesh.DeviceMe
     assert_raises_all(comm, ValueError, np.ravel_multi_index, (r, cols), (5, 4), match="invalid")
     assert_raises_all(comm, ValueError, np.ravel_multi_index, (r,), (6, 4), match="length 2")
     assert_raises_all(comm, TypeError, np.ravel_multi_index, (r * 1.0, cols), (6, 4))
+
+
+def test_repeated_mask_selections(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """a[mask] over and over with masks of other counts per rank (all, none, one end, a
+    shrinking set as Mandelbrot's): each call its own boundaries (the second and later calls
+    take the cached checks and count exchange), NumPy's values and shape, leading masks of
+    2-D arrays too, uneven and empty blocks at 3 and 4 ranks."""
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((7, 3))
+    data[2, 1] = np.nan
+    masks = [data[:, 0] > 0, np.ones(7, bool), np.zeros(7, bool), np.arange(7) >= 5,
+             np.arange(7) < 1, data[:, 0] > 0]  # fmt: skip
+    for placements in ([Shard(0)] * mesh.ndim, [Shard(0)] + [Replicate()] * (mesh.ndim - 1)):
+        a = dmesh.distribute(data, mesh, placements)
+        flat = dmesh.distribute(data[:, 1], mesh, placements)
+        for m in masks * 2:
+            dm = dmesh.distribute(m, mesh, placements)
+            rows, values = a[dm], flat[dm]
+            whole = dmesh.distribute(data > 0, mesh, placements)
+            with BitVerdict(comm) as verdict:
+                verdict.equal(rows.full_array(), data[m])
+                verdict.equal(values.full_array(), data[:, 1][m])
+                verdict.equal(a[whole].full_array(), data[data > 0])
+                verdict.check(rows.shape == data[m].shape, f"shape {rows.shape}")

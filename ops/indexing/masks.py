@@ -23,12 +23,14 @@ sharded along its first dim with uneven blocks.
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import dmesh.collectives as coll
+from dmesh.collectives import tracing
 from dmesh.collectives.device import array_module, to_host
 from dmesh.collectives.errors import ArgumentTypeError
 from dmesh.core.layout import Layout, sharding_mesh_dims
@@ -113,6 +115,39 @@ def row_layout(a: DArray) -> DArray:
     return a.redistribute(a.mesh, placements)
 
 
+class _Counts(NamedTuple):
+    """How the row counts of selections from arrays of one spec are shared."""
+
+    placements: tuple[Placement, ...]  # the selection's (dim 0 sharded where a's is)
+    sharded: bool  # whether dim 0 is sharded at all
+    comm: Any  # the communicator of the blocks along dim 0, None: one block (no message)
+    sent: Any  # the int64 buffers of the all-gather, kept with the spec
+    received: Any
+
+
+# a's spec -> its _Counts (pure: from the spec alone)
+_counts: dict[DArraySpec, _Counts] = {}
+
+
+def _counts_of(a: DArray) -> _Counts:
+    counts = _counts.get(a._spec)
+    if counts is not None:
+        return counts
+    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
+    placements = tuple(Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim))
+    comm = None
+    if mesh_dims and not all(a.mesh.shape[m] == 1 for m in mesh_dims):
+        # Rank order there is block order (one mesh dim: its own communicator, no lookup).
+        comm = a.mesh.comm(mesh_dims[0]) if len(mesh_dims) == 1 else a.mesh[mesh_dims].comm()
+    size = 1 if comm is None else comm.Get_size()
+    counts = _Counts(placements, bool(mesh_dims), comm, np.zeros(1, np.int64),
+                     np.zeros(size, np.int64))  # fmt: skip
+    if len(_counts) >= 1024:  # bounded: specs hold meshes
+        _counts.clear()
+    _counts[a._spec] = counts
+    return counts
+
+
 def _row_bounds(a: DArray, count: int) -> tuple[tuple[Placement, ...], tuple[int, ...] | None]:
     """The placements and dim-0 boundaries of rows selected from ``a``, ``count`` here.
 
@@ -121,17 +156,19 @@ def _row_bounds(a: DArray, count: int) -> tuple[tuple[Placement, ...], tuple[int
     counts (one all-gather of an int over those mesh dims; none when they
     hold one block). ``None`` boundaries: dim 0 is not sharded.
     """
-    mesh_dims = sharding_mesh_dims(a.placements, 0) if a.ndim else ()
-    placements = tuple(Shard(0) if m in mesh_dims else Replicate() for m in range(a.mesh.ndim))
-    if not mesh_dims:
-        return placements, None
-    if all(a.mesh.shape[m] == 1 for m in mesh_dims):  # one block along dim 0: no message
-        return placements, (0, count)
-    # Rank order there is block order (one mesh dim: its own communicator, no lookup).
-    comm = a.mesh.comm(mesh_dims[0]) if len(mesh_dims) == 1 else a.mesh[mesh_dims].comm()
-    size = comm.Get_size()
-    counts = coll.all_gather(np.array([count], dtype=np.int64), 0, comm, sizes=[1] * size)
-    return placements, (0, *np.cumsum(counts).tolist())
+    counts = _counts_of(a)
+    if not counts.sharded:
+        return counts.placements, None
+    if counts.comm is None:  # one block along dim 0: no message
+        return counts.placements, (0, count)
+    if tracing.hooked:  # a debug tool watches: the all-gather through the collectives
+        size = counts.comm.Get_size()
+        sizes = [1] * size
+        got = coll.all_gather(np.array([count], dtype=np.int64), 0, counts.comm, sizes=sizes)
+        return counts.placements, (0, *np.cumsum(got).tolist())
+    counts.sent[0] = count
+    counts.comm.Allgather(counts.sent, counts.received)
+    return counts.placements, (0, *itertools.accumulate(counts.received.tolist()))
 
 
 def _selection_layout(
@@ -148,9 +185,22 @@ def row_selection(a: DArray, local: Any) -> DArray:
     ``a`` has only dim 0 sharded (:func:`row_layout`); see :func:`_row_bounds`
     for the result's layout (collective).
     """
-    placements, bounds = _row_bounds(a, local.shape[0])
-    layout = _selection_layout(a, placements, bounds, local.shape[0], tuple(local.shape[1:]))
-    return DArray(local, DArraySpec(a.mesh, layout, local.dtype))
+    shape = local.shape
+    placements, bounds = _row_bounds(a, shape[0])
+    # A selection of the same rows as before (a loop's steady state) has its spec.
+    key = (a._spec, bounds if bounds is not None else shape[0], shape[1:], local.dtype)
+    spec = _selected.get(key)
+    if spec is None:
+        layout = _selection_layout(a, placements, bounds, shape[0], tuple(shape[1:]))
+        spec = DArraySpec(a.mesh, layout, local.dtype)
+        if len(_selected) >= 1024:  # bounded: specs hold meshes
+            _selected.clear()
+        _selected[key] = spec
+    return DArray(local, spec)
+
+
+# (a's spec, the selection's dim-0 boundaries or length, its other dims, dtype) -> spec
+_selected: dict[tuple[Any, ...], DArraySpec] = {}
 
 
 def leading_mask(a: DArray, mask: Any) -> bool:
@@ -174,6 +224,12 @@ def _mask_like(a: DArray, mask: DArray) -> DArray:
                                    layout.bounds[:k]))  # fmt: skip
 
 
+# (a's spec, mask's spec) of the selections a[mask] where neither moves (a has only
+# dim 0 sharded, the mask a's layout) on a rank holding a block: the checks and
+# layouts are then the same on every call.
+_in_place: dict[tuple[DArraySpec, DArraySpec], None] = {}
+
+
 def mask_select(a: DArray, mask: DArray) -> DArray:
     """``a[mask]`` for a boolean DArray of ``a``'s shape, or of its leading dims.
 
@@ -183,14 +239,21 @@ def mask_select(a: DArray, mask: DArray) -> DArray:
     otherwise both are first redistributed so that it is. Collective (the
     selected counts are shared).
     """
+    if (a._spec, mask._spec) in _in_place and type(a) is DArray and type(mask) is DArray:
+        return row_selection(a, a._local[mask._local])  # (seen before: nothing moves)
     if not leading_mask(a, mask):
         raise ArgumentTypeError(
             f"a boolean mask must be a bool DArray of the array's shape {a.shape} or of its "
             f"leading dims, on its mesh; got {mask.dtype} of shape {mask.shape}"
         )
+    spec, mask_spec = a._spec, mask._spec
     a = row_layout(a)
     mask = _mask_like(a, mask)
     k = mask.ndim
+    if a._spec is spec and mask._spec is mask_spec and a.mesh.coordinate is not None:
+        if len(_in_place) >= 1024:  # bounded: specs hold meshes
+            _in_place.clear()
+        _in_place[spec, mask_spec] = None
     if a.mesh.coordinate is None:
         empty = array_module(a.local).empty((0, *a.shape[k:]), a.dtype)
         shape = (0, *a.shape[k:])
