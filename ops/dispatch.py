@@ -195,6 +195,11 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         step = steps.get((func, args[0]._spec, args[1]._spec, args[2]._spec))
         if step is not None:
             return perform(func, step, args, args[0]._spec.mesh)
+    impl = decomposition_for(func)
+    if impl is not None and not (kwargs and keyword_form_for(func, kwargs) is not None):
+        # Written in NumPy calls on DArrays (np.var, a.reshape): no step of its own to
+        # look up (a callable has one implementation), so no key to build.
+        return impl(*args, **kwargs)
     key = cache_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
     by_value = None
     if key is not None:
@@ -215,9 +220,6 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         form = keyword_form_for(func, kwargs)
         if form is not None:  # keywords the rule does not take (a reduction's where=)
             return form(func, *args, **kwargs)
-    impl = decomposition_for(func)
-    if impl is not None:
-        return impl(*args, **kwargs)
     special = special_form_for(func)
     if special is not None:  # a call its rule does not take (np.where(c) alone)
         result = special(*args, **kwargs)

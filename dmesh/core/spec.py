@@ -127,8 +127,16 @@ class DArraySpec:
         return DArraySpec(self.mesh, layout, self.dtype)
 
     def with_dtype(self, dtype: np.dtype) -> DArraySpec:
-        """The same layout with another dtype."""
-        return DArraySpec(self.mesh, self.layout, np.dtype(dtype))
+        """The same layout with another dtype (kept with this spec: ``a.astype(f32)`` in a
+        loop makes its result spec once, not on every call)."""
+        retyped: dict[Any, DArraySpec] | None = self.__dict__.get("_retyped")
+        if retyped is None:
+            retyped = {}
+            object.__setattr__(self, "_retyped", retyped)
+        spec = retyped.get(dtype)
+        if spec is None:
+            spec = retyped[dtype] = DArraySpec(self.mesh, self.layout, np.dtype(dtype))
+        return spec
 
     def __repr__(self) -> str:
         """``f64[8,6] (S(0), R) on mesh x=2,y=2``."""

@@ -17,13 +17,17 @@ multiples of the new row length (only the elements between an old and a new
 boundary travel: one transfer), and that is seen in the new shape. Partial
 values stay partial (reshaping is linear: each term moves with its block).
 The one replicated result is a one-element array reshaped to 0-d.
+
+What a reshape does follows from the argument's spec and the target alone, so
+it is planned once per (spec, shape) (:class:`_Plan`): a repeated reshape that
+is a view is a dict lookup and the block's own reshape.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +45,67 @@ from dmesh.ops.registry import decompose
 DimMap = dict[int, tuple[int, int, int] | None]
 
 
+class _Plan(NamedTuple):
+    """What reshaping arrays of one spec into one shape does (from the spec alone)."""
+
+    shape: tuple[int, ...]  # the target, its -1 resolved
+    spec: DArraySpec | None  # the result's where no element moves; None: elements move
+    block: tuple[int, ...]  # this rank's block shape in ``spec``
+    empty: bool  # no elements: the block is a new empty one (no view)
+
+
+# (argument spec, shape as given or resolved) -> its plan. Bounded: specs hold meshes.
+_plans: dict[tuple[DArraySpec, Any], _Plan] = {}
+_LIMIT = 1024
+
+
+def _remember(key: tuple[DArraySpec, Any], plan: _Plan) -> None:
+    if len(_plans) >= _LIMIT:
+        _plans.clear()
+    _plans[key] = plan
+
+
+def _plain(shape: Any) -> bool:
+    """Whether ``shape`` is an int or a tuple of ints: a key that no other value equals
+    (``(2.0, 5)`` equals ``(2, 5)`` but is refused by NumPy, so is never a key)."""
+    kind = type(shape)
+    if kind is tuple:
+        for n in shape:  # noqa: SIM110 - a loop: half the time of all() over a generator
+            if type(n) is not int:
+                return False
+        return True
+    return kind is int
+
+
+def _plan_of(a: DArray, shape: Any) -> _Plan:
+    """The plan of ``np.reshape(a, shape)``: NumPy's errors (on every rank, from the
+    shape and size alone) on the first call of a (spec, shape), then a lookup."""
+    key = (a._spec, shape) if _plain(shape) else None
+    plan = None if key is None else _plans.get(key)
+    if plan is None:
+        plan = _planned(a._spec, resolve_shape(shape, a.size))
+        if key is not None:
+            _remember(key, plan)
+    return plan
+
+
+def _planned(spec: DArraySpec, shape: tuple[int, ...]) -> _Plan:
+    """The plan of reshaping ``spec`` into ``shape`` (resolved, of its size), made once."""
+    key = (spec, shape)
+    plan = _plans.get(key)
+    if plan is None:
+        layout = spec.layout
+        if math.prod(layout.shape) == 0:
+            result: DArraySpec | None = _empty_spec(spec, shape)
+        else:
+            mapping = _mapping(layout, shape)
+            result = _view_spec(spec, shape, mapping) if None not in mapping.values() else None
+        block = () if result is None else result.local_shape()
+        plan = _Plan(shape, result, block, result is not None and math.prod(shape) == 0)
+        _remember(key, plan)
+    return plan
+
+
 def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
     """``a`` in ``shape``: a view where the blocks allow, else the fewest elements moved first."""
     return _reshaped_and_moved(a, shape)[0]
@@ -48,12 +113,17 @@ def _reshaped(a: DArray, shape: tuple[int, ...]) -> DArray:
 
 def _reshaped_and_moved(a: DArray, shape: tuple[int, ...]) -> tuple[DArray, bool]:
     """:func:`_reshaped`, and whether elements moved (the result is then no view of ``a``)."""
-    if a.size == 0:
-        return _empty(a, shape), False
-    mapping = _mapping(a.spec.layout, shape)
-    if None not in mapping.values():
-        return _view(a, shape, mapping), False
-    return _moved_reshape(a, shape, mapping), True
+    return _made(a, _planned(a._spec, shape))
+
+
+def _made(a: DArray, plan: _Plan) -> tuple[DArray, bool]:
+    """``a`` reshaped as ``plan`` says, and whether elements moved."""
+    spec = plan.spec
+    if spec is None:
+        return _moved_reshape(a, plan.shape, _mapping(a._spec.layout, plan.shape)), True
+    if plan.empty:
+        return DArray(array_module(a.local).empty(plan.block, spec.dtype), spec), False
+    return DArray(a.local.reshape(plan.block), spec), False
 
 
 def _moved_reshape(a: DArray, shape: tuple[int, ...], mapping: DimMap) -> DArray:
@@ -139,13 +209,13 @@ def _recut(a: DArray, lead: int, shape: tuple[int, ...], balance: bool) -> DArra
     return _view(flat.with_layout(target), shape, {0: (new_lead, 1, new_row)})
 
 
-def _empty(a: DArray, shape: tuple[int, ...]) -> DArray:
-    """An empty array in ``shape``: no data, so the sharding mesh dims shard a length-0 dim."""
+def _empty_spec(spec: DArraySpec, shape: tuple[int, ...]) -> DArraySpec:
+    """An empty array's spec in ``shape``: no data, so the sharding mesh dims shard a
+    length-0 dim."""
     zero = next(d for d, n in enumerate(shape) if n == 0)
-    placements = tuple(Shard(zero) if isinstance(p, Shard) else p for p in a.placements)
-    layout = Layout.balanced(a.mesh.shape, placements, shape)
-    spec = DArraySpec(a.mesh, layout, a.dtype)
-    return DArray(array_module(a.local).empty(spec.local_shape(), a.dtype), spec)
+    placements = tuple(Shard(zero) if isinstance(p, Shard) else p for p in spec.placements)
+    layout = Layout.balanced(spec.mesh.shape, placements, shape)
+    return DArraySpec(spec.mesh, layout, spec.dtype)
 
 
 def _mapping(layout: Layout, new: tuple[int, ...]) -> DimMap:
@@ -180,7 +250,13 @@ def _mapping(layout: Layout, new: tuple[int, ...]) -> DimMap:
 
 def _view(a: DArray, shape: tuple[int, ...], mapping: DimMap) -> DArray:
     """``a`` seen in ``shape``, each sharded dim ``d`` becoming ``mapping[d]``'s new dim."""
-    layout = a.spec.layout
+    spec = _view_spec(a._spec, shape, mapping)
+    return DArray(a.local.reshape(spec.local_shape()), spec)
+
+
+def _view_spec(spec: DArraySpec, shape: tuple[int, ...], mapping: DimMap) -> DArraySpec:
+    """The spec of :func:`_view`'s result."""
+    layout = spec.layout
     placements: list[Placement] = list(layout.placements)
     bounds: list[Any] = [None] * len(shape)
     for d, entry in mapping.items():
@@ -195,17 +271,20 @@ def _view(a: DArray, shape: tuple[int, ...], mapping: DimMap) -> DArray:
             assert entry is not None
             placements[m] = Shard(entry[0])
     result = Layout(layout.mesh_shape, tuple(placements), shape, tuple(bounds))
-    spec = DArraySpec(a.mesh, result, a.dtype)
-    return DArray(a.local.reshape(spec.local_shape()), spec)
+    return DArraySpec(spec.mesh, result, spec.dtype)
 
 
 @decompose(np.reshape)
 def reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> DArray:
     """``np.reshape`` of a DArray (C order): a view of each block where the blocks allow."""
-    shape = kwargs.pop("newshape", shape)
+    if kwargs:
+        shape = kwargs.pop("newshape", shape)
     if order != "C" or kwargs:
         raise UnsupportedError("np.reshape on DArrays supports C order only")
-    return _written_back(a, resolve_shape(shape, a.size))
+    plan = _plan_of(a, shape)
+    if plan.spec is not None and not plan.empty:  # a view of the block: the repeated case
+        return DArray(a.local.reshape(plan.block), plan.spec)
+    return _written_back(a, plan)
 
 
 @decompose(np.ravel)
@@ -213,17 +292,22 @@ def ravel(a: Any, order: str = "C") -> DArray:
     """``np.ravel`` of a DArray (C order)."""
     if order != "C":
         raise UnsupportedError("np.ravel on DArrays supports C order only")
-    return _written_back(a, (a.size,))
+    plan = _plans.get((a._spec, -1))  # (-1: the one shape of ``a.size`` elements)
+    if plan is None:
+        plan = _plan_of(a, -1)
+    if plan.spec is not None and not plan.empty:  # a view of the block: the repeated case
+        return DArray(a.local.reshape(plan.block), plan.spec)
+    return _written_back(a, plan)
 
 
-def _written_back(a: DArray, shape: tuple[int, ...]) -> DArray:
-    """``a`` in ``shape``; where elements had to move (a copy, where NumPy's reshape of a
-    C-contiguous array is a view), writes through the result reach ``a``: it is
+def _written_back(a: DArray, plan: _Plan) -> DArray:
+    """``a`` reshaped as ``plan`` says; where elements had to move (a copy, where NumPy's
+    reshape of a C-contiguous array is a view), writes through the result reach ``a``: it is
     marked :class:`~dmesh.ops.indexing.views.Reshaped`, written back after each write.
     Only where NumPy's reshape is a view: ``a`` is known to be C-contiguous as NumPy
     sees it (a block that owns its memory, or a contiguous slice of one, ``a[1:]``);
     of anything else (``a[:, :3]``, ``a.T``: NumPy's reshape copies) it stays a copy."""
-    result, moved = _reshaped_and_moved(a, shape)
+    result, moved = _made(a, plan)
     if moved and whole(a):
         result._view = Reshaped(a)
     return result

@@ -8,6 +8,10 @@ to ``k``). NumPy's ``shape=`` makes a new shape, sharded as the argument where i
 sharded dims align with dims of the same length counted from the end (as
 broadcasting aligns them), else as the creation functions' default;
 ``order=``, ``subok=`` and ``device=`` keep NumPy's defaults only.
+
+The result's spec follows from the argument's spec, the dtype and ``shape=``
+alone: it is made once per (spec, dtype, shape) and kept, so a repeated call
+makes only its block.
 """
 
 from __future__ import annotations
@@ -35,31 +39,78 @@ def _check(name: str, order: Any, subok: Any, device: Any) -> None:
         )
 
 
+# The result of one (argument spec, dtype, shape=): its spec and this rank's block shape
+# (None: the argument's block's, made ``like`` it), or no spec and the new shape (the
+# creation functions' default layout).
+_Plan = tuple[DArraySpec | None, tuple[int, ...] | None]
+# (argument spec, dtype, shape= as given) -> its plan, for a scalar fill and a shape= that
+# is None, an int or a tuple of ints (no other value equals those). Bounded: specs hold
+# meshes.
+_plans: dict[tuple[DArraySpec, np.dtype, Any], _Plan] = {}
+_LIMIT = 1024
+_SCALARS = frozenset((int, float, complex, bool, type(None)))  # (None: uninitialized)
+
+
 def _filled(a: DArray, fill: Any, dtype: Any, shape: Any) -> DArray:
     """``a``'s layout filled with ``fill`` in ``dtype`` (``fill`` None: uninitialized)."""
-    dtype = a.dtype if dtype is None else np.dtype(dtype)
-    layout = a.spec.layout
-    if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+    spec = a._spec
+    dtype = spec.dtype if dtype is None else np.dtype(dtype)
+    key = (spec, dtype, shape) if _keyed(fill, shape) else None
+    plan = None if key is None else _plans.get(key)
+    if plan is None:
+        plan = _plan(spec, dtype, shape, np.ndim(fill) == 0)
+        if key is not None:
+            if len(_plans) >= _LIMIT:
+                _plans.clear()
+            _plans[key] = plan
+    made, block_shape = plan
+    if made is None:
+        assert block_shape is not None  # (the new shape, with no spec)
+        if fill is None:
+            return dmesh_empty(block_shape, mesh=a.mesh, dtype=dtype)
+        return dmesh_full(block_shape, fill, mesh=a.mesh, dtype=dtype)
+    block = a.local
+    if type(block) is np.ndarray and block_shape is None:
+        # np.full_like's own two steps, without its dispatch (a quarter of its time)
+        local = np.empty_like(block, dtype)
+        if fill is not None:
+            np.copyto(local, fill, casting="unsafe")
+        return DArray(local, made)
+    xp = array_module(block)
+    if block_shape is not None:  # shape=: a new block, cut as the layout kept says
+        local = xp.empty(block_shape, dtype)
+        if fill is not None:
+            local[...] = fill
+        return DArray(local, made)
+    local = xp.empty_like(block, dtype) if fill is None else xp.full_like(block, fill, dtype)
+    return DArray(local, made)
+
+
+def _keyed(fill: Any, shape: Any) -> bool:
+    """Whether a call with ``fill`` and ``shape=`` is planned once (see ``_plans``)."""
+    if type(fill) not in _SCALARS and not isinstance(fill, np.generic):
+        return False  # (an array fill's shape decides whether shape= keeps the layout)
+    kind = type(shape)
+    if kind is tuple:
+        return all(type(n) is int for n in shape)
+    return shape is None or kind is int
+
+
+def _plan(spec: DArraySpec, dtype: np.dtype, shape: Any, scalar: bool) -> _Plan:
+    """The result of ``spec``'s array filled in ``dtype`` and ``shape`` (see ``_Plan``);
+    ``scalar``: whether the fill is one value (an array's keeps no layout into shape=)."""
+    layout = spec.layout
+    if shape is not None and tuple(np.atleast_1d(shape)) != spec.shape:
         new_shape = tuple(int(n) for n in np.atleast_1d(shape))
-        kept = _trailing_layout(layout, new_shape) if np.ndim(fill) == 0 else None
+        kept = _trailing_layout(layout, new_shape) if scalar else None
         if kept is None:
-            if fill is None:
-                return dmesh_empty(new_shape, mesh=a.mesh, dtype=dtype)
-            return dmesh_full(new_shape, fill, mesh=a.mesh, dtype=dtype)
+            return None, new_shape
         layout = kept
     if any(p.is_partial() for p in layout.placements):  # the fill is a value every rank holds
         placements = tuple(Replicate() if p.is_partial() else p for p in layout.placements)
         layout = Layout(layout.mesh_shape, placements, layout.shape, layout.bounds)
-    block = a.local
-    xp = array_module(block)
-    if layout.shape != a.shape:  # shape=: a new block, cut as the layout kept says
-        spec = DArraySpec(a.mesh, layout, np.dtype(dtype))
-        made = xp.empty(spec.local_shape(), dtype)
-        if fill is not None:
-            made[...] = fill
-        return DArray(made, spec)
-    local = xp.empty_like(block, dtype) if fill is None else xp.full_like(block, fill, dtype)
-    return DArray(local, DArraySpec(a.mesh, layout, np.dtype(dtype)))
+    made = DArraySpec(spec.mesh, layout, dtype)
+    return made, (None if layout.shape == spec.shape else made.local_shape())
 
 
 def _trailing_layout(layout: Layout, shape: tuple[int, ...]) -> Layout | None:
@@ -128,9 +179,35 @@ def astype(x: Any, dtype: Any, /, *, copy: Any = True, device: Any = None) -> DA
     if device not in (None, "cpu"):
         raise UnsupportedError(f"np.astype on DArrays takes device=None; got {device!r}")
     dtype = np.dtype(dtype)
+    if type(x) is DArray:  # (dmesh.compile's stand-ins and lazy arrays: x.astype below)
+        spec = x._spec
+        cast = _casts.get((spec, dtype))
+        if cast is None:
+            cast = _cast_spec(spec, dtype)
+        if isinstance(cast, DArraySpec):  # no partial terms: x.astype's block cast, its spec kept
+            if not copy and dtype == spec.dtype:
+                return x
+            return DArray(x._local.astype(dtype), cast)
     if dtype != x.dtype and any(p.is_partial() for p in x.placements):
         x = x.reduce_partials()
     return x.astype(dtype, copy=bool(copy))  # type: ignore[no-any-return]
+
+
+# (argument spec, dtype) -> the cast's spec, or False where ``x.astype`` decides: the
+# argument is partial (its cast may need the terms reduced first) or NumPy refuses the
+# cast (``x.astype`` raises its error). Bounded: specs hold meshes.
+_casts: dict[tuple[DArraySpec, np.dtype], DArraySpec | bool] = {}
+
+
+def _cast_spec(spec: DArraySpec, dtype: np.dtype) -> DArraySpec | bool:
+    """``spec`` in ``dtype`` (False where ``x.astype`` decides), remembered."""
+    partial = any(p.is_partial() for p in spec.placements)
+    refused = not np.can_cast(spec.dtype, dtype, "unsafe")
+    cast = False if partial or refused else spec.with_dtype(dtype)
+    if len(_casts) >= _LIMIT:
+        _casts.clear()
+    _casts[spec, dtype] = cast
+    return cast
 
 
 @decompose(np.copy)
