@@ -4,6 +4,11 @@
 be sharded alike on any dim other than the joining one (each rank joins its
 blocks), or replicated. The joining dim itself is never sharded in a row, so
 operands sharded there are redistributed first, as the cost model prices it.
+A list of operands keeps the dispatcher's step cache from keying these calls,
+so ``np.concatenate``, ``np.vstack`` and ``np.hstack`` keep what a call of the
+same operand specs and axis did (``dmesh.ops.kernels.joins.seen``): a repeated
+call is a lookup and the join of the blocks (``np.stack``, a rule, keeps its
+parsed step).
 
 ``broadcast_to``: an operand dim that keeps its length keeps its sharding;
 new and stretched dims are replicated. Partial values stay partial (every
@@ -29,6 +34,16 @@ from dmesh.collectives.errors import (
 )
 from dmesh.core.placement import PARTIAL_OPS, Partial, Replicate, Shard
 from dmesh.darray import DArray
+from dmesh.ops.kernels.joins import (
+    join,
+    local_run,
+    planned_join,
+    remember,
+    seen,
+    seen_key,
+    sharded_along,
+    unseen,
+)
 from dmesh.ops.kernels.roll import roll_blocks
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
@@ -132,10 +147,27 @@ def concatenate(
     Along an axis that an operand is sharded on, the blocks are re-cut and
     joined where they are (:func:`dmesh.ops.kernels.joins.join`, at most an
     all-to-all); otherwise each rank joins its blocks (the rule). ``dtype=``
-    casts the operands first under ``casting``, as NumPy does.
+    casts the operands first under ``casting``, as NumPy does. A call of
+    specs seen before does what the first did, from a lookup.
     """
-    from dmesh.ops.kernels.joins import join, sharded_along
+    plain = out is None and dtype is None and casting == "same_kind"
+    key = seen_key("concatenate", axis, arrays) if plain else None
+    if key is not None:
+        run = seen(key)
+        if run is not unseen:
+            if run is not None:
+                return run(arrays)
+            key = None  # seen: the general path, as then
+    result = _concatenate(arrays, axis, out, dtype, casting)
+    if key is not None:
+        run = planned_join(arrays, axis, result)  # (where join made it)
+        if run is None:
+            run = local_run("concatenate", arrays, axis % result.ndim, result)
+        remember(key, run)
+    return result
 
+
+def _concatenate(arrays: Any, axis: Any, out: Any, dtype: Any, casting: str) -> Any:
     if out is not None:
         raise UnsupportedError(
             "np.concatenate(..., out=) on DArrays is not supported; "
@@ -144,17 +176,20 @@ def concatenate(
     items = list(arrays)
     if not items:
         raise ArgumentError("need at least one array to concatenate")
-    if dtype is not None:
-        target = np.dtype(dtype)
-        for x in items:
-            source = x.dtype if isinstance(x, DArray) else np.asarray(x).dtype
+    if dtype is not None or casting not in ("same_kind", "safe", "unsafe"):
+        # (NumPy casts to the joined dtype under ``casting`` when none is given: "no"
+        # and "equiv" refuse what promotion changes; the others never refuse it.)
+        sources = [x.dtype if isinstance(x, DArray) else np.asarray(x).dtype for x in items]
+        target = np.dtype(dtype) if dtype is not None else np.result_type(*sources)
+        for source in sources:
             if not np.can_cast(source, target, casting=casting):  # type: ignore[arg-type]
                 raise ArgumentTypeError(
                     f"Cannot cast array data from {source} to {target} according "
                     f"to the rule {casting!r}"
                 )
-        items = [x.astype(target) if isinstance(x, DArray) else np.asarray(x, target)
-                 for x in items]  # fmt: skip
+        if dtype is not None:
+            items = [x.astype(target) if isinstance(x, DArray) else np.asarray(x, target)
+                     for x in items]  # fmt: skip
     if axis is None:
         items = [np.ravel(x) for x in items]
         axis = 0
@@ -252,9 +287,24 @@ def split(a: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 
 @decompose(np.vstack)
 def vstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0."""
+    """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0 (a call of
+    operand specs seen before: what it did then, each rank stacking rows of its blocks)."""
+    key = seen_key("vstack", 0, tup) if dtype is None and casting == "same_kind" else None
+    if key is not None:
+        run = seen(key)
+        if run is not unseen:
+            if run is not None:
+                return run(tup)
+            key = None  # seen: the general path, as then
     arrays = [x[None] if x.ndim == 1 else x for x in tup]
-    return np.concatenate(arrays, axis=0, dtype=dtype, casting=casting)
+    result: Any = np.concatenate(arrays, axis=0, dtype=dtype, casting=casting)
+    if key is not None:
+        ndims = {len(spec.shape) for spec in key[2:]}
+        if ndims == {1}:  # rows: each rank stacks its blocks, where the rule joined them
+            remember(key, local_run("stack", tup, 0, result))
+        else:  # np.concatenate's own call of these arrays, kept by it
+            remember(key, seen(("concatenate", 0, *key[2:]), None) if min(ndims) > 1 else None)
+    return result
 
 
 @decompose(np.hstack)
@@ -262,6 +312,11 @@ def hstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
     """``np.hstack``: concatenate along axis 1 (axis 0 for 1-D arrays)."""
     arrays = list(tup)
     axis = 0 if arrays[0].ndim == 1 else 1
+    if dtype is None and casting == "same_kind":  # np.concatenate's call, seen: its lookup
+        key = seen_key("concatenate", axis, tup)
+        run = None if key is None else seen(key, None)
+        if run is not None:
+            return run(tup)
     return np.concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
 
 
@@ -291,8 +346,6 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     flattened array is rolled and reshaped back, its blocks following the
     input's so that the reshape stays a view.
     """
-    from dmesh.ops.kernels.joins import join
-
     if axis is None and a.ndim == 1 and type(shift) is int:  # already flat: axis 0
         axis = 0
     if axis is None:
