@@ -32,11 +32,12 @@ Operands that cut a contracted index at different places are aligned by
 propagation.
 
 Locally, ``einsum`` runs NumPy's default loop, which multiplies before it
-sums, except for two operands sharing every contracted index (the same
-products either way, so BLAS through ``optimize=True``) or when the caller
-passes ``optimize=``. NumPy's own answers for inf times an index summed out
-of one operand depend on its loop (and on the block shapes), so such
-einsums match NumPy for finite values only.
+sums, except for two operands sharing every contracted index whose product
+has at least ``LOOP_BELOW`` terms (the same products either way, so BLAS
+through ``optimize=True``) or when the caller passes ``optimize=``. NumPy's
+own answers for inf times an index summed out of one operand depend on its
+loop (and on the block shapes), so such einsums match NumPy for finite
+values only. A repeated call's parse is a lookup by subscripts and specs.
 """
 
 from __future__ import annotations
@@ -57,21 +58,9 @@ from dmesh.darray import DArray
 from dmesh.ops.registry import Call, Row, register
 
 __all__ = [
-    "broadcast_loops",
-    "call_dims",
-    "call_rows",
-    "call_shape",
-    "checked",
-    "einsum_dims",
-    "einsum_rows",
-    "einsum_shape",
-    "flatten",
-    "gufunc_subscripts",
-    "ndim_of",
-    "parse_binary",
-    "parse_subscripts",
-    "shape_of",
-    "take_diagonal",
+    "broadcast_loops", "call_dims", "call_rows", "call_shape", "checked", "einsum_dims",
+    "einsum_rows", "einsum_shape", "flatten", "gufunc_subscripts", "ndim_of", "parse_binary",
+    "parse_subscripts", "shape_of", "take_diagonal",
 ]  # fmt: skip
 
 R = Replicate()
@@ -351,10 +340,24 @@ def _outer_shape(call: Call) -> tuple[int, ...]:
     return tuple(shape[0] if shape else 1 for shape in call.shapes)
 
 
+LOOP_BELOW = 1 << 15  # terms of a product (its indices' lengths multiplied): see _parse_einsum
+# (subscripts, optimize=, its type, operand specs) -> the static part of a call seen before
+# on DArrays that need no diagonal (its checks hold for the same shapes). Bounded: specs
+# hold meshes.
+_parsed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
 def _parse_einsum(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[list[Any], tuple[Any, ...]]:
-    optimize = kwargs.get("optimize", False)
+    optimize = kwargs.get("optimize", False) if kwargs else False
+    try:  # a call seen before is a lookup
+        key: Any = (args[0], optimize, type(optimize), *[x._spec for x in args[1:]])
+        static = _parsed.get(key)
+    except (IndexError, AttributeError, TypeError):  # no subscripts, a plain operand, a list
+        key = static = None
+    if static is not None and len(kwargs) == ("optimize" in kwargs):  # (none or optimize=)
+        return list(args[1:]), static
     if set(kwargs) - {"optimize"} or optimize not in (False, True, "greedy", "optimal"):
         raise UnsupportedError(
             f"np.einsum on DArrays takes optimize=False, True, 'greedy' or 'optimal' and no "
@@ -376,12 +379,20 @@ def _parse_einsum(
     # before multiplying by the rest: with inf, 0 * inf = NaN (or the reverse)
     # where NumPy's default loop, which multiplies first, gives another answer.
     # Two operands sharing every contracted index make the same products
-    # either way, so they take BLAS unasked; others only when asked.
+    # either way, so they take BLAS unasked where the product is large (below
+    # LOOP_BELOW terms the loop costs less than planning a path, and gives
+    # NumPy's own bits); others only when asked.
     contracted = set("".join(terms)) - set(output)
     pairwise = len(terms) == 2 and all(c in terms[0] and c in terms[1] for c in contracted)
-    optimize = optimize or pairwise
+    lengths = {c: n for term, x in zip(terms, operands) for c, n in zip(term, shape_of(x))}
+    optimize = optimize or (pairwise and math.prod(lengths.values()) >= LOOP_BELOW)
     static = (tuple(terms), output, optimize)
-    return checked(operands, tuple(terms), output), static
+    operands = checked(operands, tuple(terms), output)
+    if key is not None and terms == list(inputs) and all(type(x) is DArray for x in operands):
+        if len(_parsed) >= 1024:
+            _parsed.clear()
+        _parsed[key] = static
+    return operands, static
 
 
 def _run_einsum(func: Any, blocks: list[Any], call: Call) -> Any:
