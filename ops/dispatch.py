@@ -208,14 +208,16 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             if step.fast is not None and len(args) == 1:  # (np.sum(a, axis=0): the
                 return step.fast(func, args[0])  # keywords are in the step, as parsed)
             return perform(func, step, args, args[0]._spec.mesh)
-    elif args and type(args[0]) is DArray:
+    elif args:
         by_value = static_key(func, args, kwargs)
         found = None if by_value is None else static_lookup(by_value)
-        if found is not None:  # np.sum(a, 0) seen before: its parse's step and operands
+        if found is not None:  # np.sum(a, 0), np.einsum("i,i->", a, b) seen before
             step, positions = found
             if step.fast is not None and len(positions) == 1:
                 return step.fast(func, args[positions[0]])
-            return perform(func, step, [args[i] for i in positions], args[0]._spec.mesh)
+            operands = [args[i] for i in positions]
+            mesh = next(x for x in operands if type(x) is DArray)._spec.mesh
+            return perform(func, step, operands, mesh)
     if kwargs:
         form = keyword_form_for(func, kwargs)
         if form is not None:  # keywords the rule does not take (a reduction's where=)

@@ -16,8 +16,9 @@ batches, and the median batch of the slowest rank is reported
   target is at most 2x the local sum plus a raw mpi4py ``Allreduce``;
 
 the per-call table on 1,000 float64 per rank (a Python float, NumPy scalars and a 0-d
-array as operands, ``out=``, a reduction into ``out=``, ``a.max()``): at 1 rank each
-costs at most 2 us per dmesh call over the same NumPy call;
+array as operands, ``out=``, a reduction into ``out=``, ``a.max()``, a reduction over an
+axis given positionally, a mask selection, a reshape, a vector norm): at 1 rank each
+costs at most 2 us per dmesh call over the same NumPy call (with the same messages);
 
 and two throughput cases against NumPy on the local blocks: ``y = a*b + c``
 on 2**21 float64 per rank (temporary elision, ``dmesh._elision``) and a
@@ -95,6 +96,26 @@ def per_call_cases(
         comm.Allreduce(summed, lv)
         return lv
 
+    mask = a > 0.5
+    lmask = mask.local
+    count, counts = np.zeros(1, np.int64), np.zeros(p, np.int64)
+
+    def local_axis_sum() -> Any:
+        np.sum(lu, 0, out=summed)
+        comm.Allreduce(summed, lv)
+        return lv
+
+    def local_selection() -> Any:  # (the local selection and the counts' Allgather)
+        selected = la[lmask]
+        count[0] = selected.shape[0]
+        comm.Allgather(count, counts)
+        return selected
+
+    def local_norm() -> Any:
+        total = np.array([np.dot(la, la)])
+        comm.Allreduce(MPI.IN_PLACE, total)
+        return np.sqrt(total[0])
+
     return [
         ("a * 2.0", lambda: a * 2.0, lambda: la * 2.0, 1),
         ("a * np.float64(2)", lambda: a * f64, lambda: la * f64, 1),
@@ -103,6 +124,10 @@ def per_call_cases(
         ("np.add(a, b, out=o)", lambda: np.add(a, b, out=o), lambda: np.add(la, lb, out=lo), 1),
         ("np.sum(U*U, 0, out=V)", lambda: np.sum(u * u, 0, out=v), local_sum_into, 2),
         ("a.max()", lambda: a.max(), lambda: la.max(), 1),
+        ("np.sum(U, 0)", lambda: np.sum(u, 0).full_array(), local_axis_sum, 2),
+        ("a[mask]", lambda: a[mask], local_selection, 1),
+        ("U.reshape(-1)", lambda: u.reshape(-1), lambda: lu.reshape(-1), 1),
+        ("np.linalg.norm(a)", lambda: float(np.linalg.norm(a)), local_norm, 2),
     ]
 
 
