@@ -27,6 +27,15 @@ from dmesh.core.placement import Partial
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.registry import decompose
+from dmesh.ops.rules.statistics_fast import (
+    MISSING,
+    norm_replay,
+    plan_norm,
+    plan_var,
+    planned,
+    remember,
+    var_replay,
+)
 
 
 def _axes(a: Any, axis: Any) -> tuple[int, ...]:
@@ -56,6 +65,15 @@ def _squared_magnitude(x: Any) -> Any:
     return re * re + im * im
 
 
+def _dot_square(x: Any) -> Any:
+    """``|x|**2`` of a vector as NumPy's ``norm`` makes it: ``x.dot(x)``, or ``re.dot(re) +
+    im.dot(im)`` for complex data (partial sums where ``x`` is sharded)."""
+    if x.dtype.kind != "c":
+        return np.dot(x, x)
+    re, im = _part(x, "real"), _part(x, "imag")
+    return np.dot(re, re) + np.dot(im, im)
+
+
 def _in_dtype(x: Any, dtype: np.dtype) -> Any:
     """``x`` as ``dtype``: NumPy's ``true_divide(..., out=, casting="unsafe")`` of a count."""
     return x if x.dtype == dtype else x.astype(dtype)
@@ -67,10 +85,32 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     """``np.var``: ``sum(|a - mean(a)|**2) / max(n - ddof, 0)`` over ``axis``.
 
     The sum is a partial value until needed, except that a division by zero
-    (``ddof >= n``: inf or NaN, as NumPy) reduces it first.
+    (``ddof >= n``: inf or NaN, as NumPy) reduces it first. A call seen before
+    replays the first one's steps on the blocks (``statistics_fast``).
     """
     if out is not None or kwargs:
         raise UnsupportedError("np.var on DArrays supports axis, dtype, ddof and keepdims")
+    return _moment(a, axis, dtype, ddof, keepdims, False)
+
+
+def _moment(a: Any, axis: Any, dtype: Any, ddof: Any, keepdims: Any, root: bool) -> Any:
+    """``var`` (``std`` with ``root``): by the plan of an earlier call, or the general path."""
+    key = (axis, type(axis), dtype, ddof, type(ddof), keepdims, root)
+    plan = planned(a, key, False)
+    if plan is None:
+        result = _variance(a, axis, dtype, ddof, keepdims)
+        return np.sqrt(result) if root else result
+    if plan is MISSING:
+        result = _variance(a, axis, dtype, ddof, keepdims)
+        if root:
+            result = np.sqrt(result)
+        remember(a, key, plan_var(a, axis, dtype, ddof, keepdims, result), False)
+        return result
+    return var_replay(plan, a._local, root)
+
+
+def _variance(a: Any, axis: Any, dtype: Any, ddof: Any, keepdims: Any) -> Any:
+    """``var`` by dispatched ops (their steps are what a plan replays)."""
     mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True)
     deviation = a - mean
     if (
@@ -96,19 +136,39 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
         keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
     """``np.std``: the square root of :func:`var`."""
-    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, **kwargs))
+    if out is not None or kwargs:
+        raise UnsupportedError("np.std on DArrays supports axis, dtype, ddof and keepdims")
+    return _moment(a, axis, dtype, ddof, keepdims, True)
 
 
 @decompose(np.linalg.norm)
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """``np.linalg.norm``: NumPy's vector and matrix norms, by ``ord`` and ``axis``.
 
-    Integer and bool data are converted to ``float64`` first, as in NumPy.
+    Integer and bool data are converted to ``float64`` first, as in NumPy. A
+    2-norm or Frobenius norm seen before replays the first call's steps on the
+    blocks (``statistics_fast``).
     """
+    key = (ord, type(ord), axis, type(axis), keepdims)
+    plan = planned(x, key, True)
+    if plan is None:
+        return _norm(x, ord, axis, keepdims)
+    if plan is MISSING:
+        result = _norm(x, ord, axis, keepdims)
+        remember(x, key, plan_norm(x, ord, axis, keepdims, result), True)
+        return result
+    return norm_replay(plan, x._local)
+
+
+def _norm(x: Any, ord: Any, axis: Any, keepdims: Any) -> Any:
+    """``norm`` by dispatched ops (their steps are what a plan replays)."""
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
+            if x.ndim == 1:  # as NumPy: the dot product with itself (NumPy's bits on one rank)
+                root = np.sqrt(_dot_square(x))
+                return np.reshape(root, (1,)) if keepdims else root
             return np.sqrt(np.sum(_squared_magnitude(x), keepdims=keepdims))
         axes: tuple[int, ...] = tuple(range(x.ndim))
     elif isinstance(axis, tuple):
