@@ -287,8 +287,10 @@ def split(a: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 
 @decompose(np.vstack)
 def vstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0 (a call of
-    operand specs seen before: what it did then, each rank stacking rows of its blocks)."""
+    """``np.vstack``: 1-D arrays become rows, then concatenate along axis 0.
+
+    A call of operand specs seen before does what it did then (each rank stacking
+    rows of its blocks)."""
     key = seen_key("vstack", 0, tup) if dtype is None and casting == "same_kind" else None
     if key is not None:
         run = seen(key)
