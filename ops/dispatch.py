@@ -208,7 +208,7 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             if step.fast is not None and len(args) == 1:  # (np.sum(a, axis=0): the
                 return step.fast(func, args[0])  # keywords are in the step, as parsed)
             return perform(func, step, args, args[0]._spec.mesh)
-    elif args:
+    elif args and "out" not in kwargs:  # (an out= DArray keys no call)
         by_value = static_key(func, args, kwargs)
         found = None if by_value is None else static_lookup(by_value)
         if found is not None:  # np.sum(a, 0), np.einsum("i,i->", a, b) seen before

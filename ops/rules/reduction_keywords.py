@@ -16,6 +16,7 @@ and the dispatch caches.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -140,32 +141,31 @@ def _into(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     found = static_lookup(called)
     if found is not None:  # the reduction without out= seen before: its step
         step, positions = found
-        result = perform(func, step, [args[i] for i in positions], a._spec.mesh)
+        if step.fast is not None and len(positions) == 1:
+            result = step.fast(func, args[positions[0]])
+        else:
+            result = perform(func, step, [args[i] for i in positions], a._spec.mesh)
     else:
         result = func(*args, **rest)
-    if type(result) is not DArray or result.shape != out.shape or result.mesh is not out.mesh:
-        return write_out(func.__name__, out, lambda: result)  # (raises write_out's error)
-    spec = result._spec
-    if entry[0] is not spec:
-        entry[0], entry[1] = spec, direct_route(spec, out._spec.layout)
+    spec = result._spec if type(result) is DArray else None
+    if spec is None or entry[0] is not spec:  # (a spec seen here before was checked then)
+        if spec is None or result.shape != out.shape or result.mesh is not out.mesh:
+            return write_out(func.__name__, out, lambda: result)  # (raises write_out's error)
+        entry[0], entry[1] = spec, _route_into(spec, out._spec)
     route = entry[1]
     block, local = out._local, result._local
-    if route is not None and route[1] is LOCAL:  # (one rank: the partial sum is the sum)
+    if route is LOCAL:  # (one rank: the partial sum is the sum)
         np.copyto(block, local, casting="unsafe")
         return out
     if (
         route is not None
         and type(block) is np.ndarray
         and type(local) is np.ndarray
-        and block.dtype == local.dtype
-        and block.shape == local.shape
         and block.flags.c_contiguous
         and local.flags.c_contiguous
-        and block.dtype.isnative
-        and (local.nbytes < SPLIT_BYTES or not route[1][1].canonical)
     ):
         # (dmesh.collectives.all_reduce's small-message path, into out's block)
-        comm, plan = route[1]
+        comm, plan = route
         count = local.size
         comm.Allreduce([local, count, plan.datatype], [block, count, plan.datatype], plan.mpi_op)
         if plan.canonical and comm.Get_size() > 1:
@@ -173,6 +173,29 @@ def _into(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return out
     assign_result(out, result, "unsafe", f"np.{func.__name__}")
     return out
+
+
+def _route_into(spec: Any, target: Any) -> Any:
+    """How a result of ``spec`` reaches ``out`` of spec ``target`` directly: ``LOCAL`` (a
+    copy), ``(communicator, ReducePlan)`` (one ``Allreduce`` into out's block: the same
+    dtype and block shape, native byte order, and a message that
+    ``dmesh.collectives.all_reduce`` would not split), or None (``assign_result``).
+    From the specs alone: every rank of the reduction decides alike."""
+    found = direct_route(spec, target.layout)
+    if found is None:
+        return None
+    route = found[1]
+    if route is LOCAL:
+        return LOCAL
+    nbytes = math.prod(spec.local_shape()) * spec.dtype.itemsize
+    if (
+        spec.dtype != target.dtype
+        or not spec.dtype.isnative
+        or spec.local_shape() != target.local_shape()
+        or (nbytes >= SPLIT_BYTES and route[1].canonical)
+    ):
+        return None
+    return route
 
 
 def _bind(
