@@ -355,7 +355,10 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         rolled = _roll_axis(flat, int(np.sum(np.asarray(shift, dtype=np.int64))), 0, join)
         return np.reshape(rolled if rolled is not flat else flat.copy(), a.shape)
     if type(shift) is int and type(axis) is int:  # the common call: one axis, one shift
-        rolled = _roll_axis(a, shift, normalize_axis_tuple(axis, a.ndim)[0], join)
+        ndim = a.ndim
+        # (in range: the axis as is; NumPy's normalize_axis_tuple, 1.5 us, only to raise)
+        ax = axis % ndim if -ndim <= axis < ndim else normalize_axis_tuple(axis, ndim)[0]
+        rolled = _roll_axis(a, shift, ax, join)
         return rolled if rolled is not a else a.copy()  # NumPy returns a new array
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     if shifts.ndim > 1 or shifts.dtype.kind not in "iu" or axes.dtype.kind not in "iu":
