@@ -156,6 +156,18 @@ def assert_equal_all(
     assert_all(comm, *_compare(actual, expected, rtol, atol))
 
 
+def hostile_values(shape: tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
+    """Distinct values of ``shape`` with hostile ones among them: -0.0, NaN, +-inf for
+    floats, the extremes for integers."""
+    n = int(np.prod(shape))
+    x = (np.arange(n) * 7 % (n + 3) - n // 2).astype(dtype)
+    if x.dtype.kind == "f" and n >= 4:
+        x[:4] = [-0.0, np.nan, np.inf, -np.inf]
+    elif x.dtype.kind == "i" and n >= 2:
+        x[:2] = [np.iinfo(dtype).min, np.iinfo(dtype).max]
+    return x.reshape(shape)
+
+
 def same_on_every_rank(comm: MPI.Comm, value: Any) -> None:
     """Every rank holds the same bits of ``value`` (not only close values)."""
     mine = np.ascontiguousarray(value).tobytes()

@@ -16,18 +16,7 @@ from mpi4py import MPI
 
 import dmesh
 from dmesh import Partial, Replicate, Shard, debug
-from helpers import Verdict, assert_raises_all
-
-
-def _values(shape: tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
-    """Distinct values with hostile ones among them (-0.0, NaN, +-inf, integer extremes)."""
-    n = int(np.prod(shape))
-    x = (np.arange(n) * 7 % (n + 3) - n // 2).astype(dtype)
-    if x.dtype.kind == "f" and n >= 4:
-        x[:4] = [-0.0, np.nan, np.inf, -np.inf]
-    elif x.dtype.kind == "i" and n >= 2:
-        x[:2] = [np.iinfo(dtype).min, np.iinfo(dtype).max]
-    return x.reshape(shape)
+from helpers import Verdict, assert_raises_all, hostile_values
 
 
 def _same(got: Any, want: np.ndarray) -> bool:
@@ -52,7 +41,7 @@ def test_repeated_reshapes_in_a_row(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh)
     """The same array through many shapes, twice over, and the method forms too."""
     with Verdict(comm) as verdict:
         for source in ((40, 25), (1000,)):
-            x = _values(source)
+            x = hostile_values(source)
             for placements in ([Shard(0), *_rest(mesh)], [Replicate(), *_rest(mesh)]):
                 a = dmesh.distribute(x, mesh, placements)
                 for _ in range(2):
@@ -70,13 +59,13 @@ def test_repeated_reshapes_in_a_row(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh)
 def test_other_specs_same_shape(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     """One target, arrays of other dtypes, bounds and placements in turn: each its own plan."""
     rest = _rest(mesh)
-    x = _values((12, 10))
+    x = hostile_values((12, 10))
     with Verdict(comm) as verdict:
         arrays = []
         for dtype in (np.float64, np.int8, np.complex64, np.bool_):
-            xd = _values((12, 10), dtype)
+            xd = hostile_values((12, 10), dtype)
             arrays.append((dmesh.distribute(xd, mesh, [Shard(0), *rest]), xd))
-        big = _values((13, 10))
+        big = hostile_values((13, 10))
         arrays.append((dmesh.distribute(big, mesh, [Shard(0), *rest])[1:], big[1:]))  # uneven
         arrays.append((dmesh.distribute(big, mesh, [Shard(0), *rest])[:12], big[:12]))
         arrays.append((dmesh.distribute(x, mesh, [Shard(1), *rest]), x))
@@ -109,7 +98,7 @@ def test_views_stay_views(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     rest = _rest(mesh)
     with Verdict(comm) as verdict:
         for shape in ((25, 40), (8, 125), (-1,), (40, 25)):
-            x = _values((40, 25))
+            x = hostile_values((40, 25))
             a = dmesh.distribute(x, mesh, [Shard(0), *rest])
             for k in range(2):
                 r = a.reshape(shape)
@@ -119,7 +108,7 @@ def test_views_stay_views(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
                 r[0] = 100.0 + k
                 np.reshape(x, shape)[0] = 100.0 + k
                 verdict.check(_same(a, x), f"{shape}: the write did not reach a (call {k})")
-        x = _values((40, 25))
+        x = hostile_values((40, 25))
         a = dmesh.distribute(x, mesh, [Shard(0), *rest])
         for k in range(2):
             flat = a.ravel()
@@ -133,7 +122,7 @@ def test_views_stay_views(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
 
 def test_reshape_errors_every_time(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     """NumPy's errors on every rank, also after the same spec's good shapes were planned."""
-    a = dmesh.distribute(_values((40, 25)), mesh, [Shard(0), *_rest(mesh)])
+    a = dmesh.distribute(hostile_values((40, 25)), mesh, [Shard(0), *_rest(mesh)])
     for _ in range(2):
         a.reshape(25, 40)
         a.reshape(2, 500)
@@ -145,7 +134,7 @@ def test_reshape_errors_every_time(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
         assert_raises_all(comm, TypeError, np.reshape, a, (2.0, 500))
         assert_raises_all(comm, TypeError, np.reshape, a, None)
     with Verdict(comm) as verdict:  # NumPy integers are shapes, as NumPy takes them
-        x = _values((40, 25))
+        x = hostile_values((40, 25))
         got = np.reshape(a, (np.int64(25), np.int32(40)))
         verdict.check(_same(got, np.reshape(x, (25, 40))), "NumPy integer shape")
         got = np.reshape(a, [np.int64(-1)])
@@ -154,7 +143,7 @@ def test_reshape_errors_every_time(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
 
 def test_squeeze_and_expand_dims_repeated(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     rest = _rest(mesh)
-    x = _values((6, 1, 4))
+    x = hostile_values((6, 1, 4))
     a = dmesh.distribute(x, mesh, [Shard(0), *rest])
     with Verdict(comm) as verdict:
         for _ in range(2):
@@ -170,10 +159,10 @@ def test_like_functions_in_a_row(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) ->
     with Verdict(comm) as verdict:
         for placements in ([Shard(0), *rest], [Replicate(), *rest], [Partial("sum"), *rest]):
             for key in (slice(None), slice(1, None)):  # balanced, then uneven (empty at 4)
-                x = _values((13, 7))[key]
-                a = dmesh.distribute(_values((13, 7)), mesh, placements)[key]
-                xi = _values((13, 7), np.int64)[key]
-                ai = dmesh.distribute(_values((13, 7), np.int64), mesh, placements)[key]
+                x = hostile_values((13, 7))[key]
+                a = dmesh.distribute(hostile_values((13, 7)), mesh, placements)[key]
+                xi = hostile_values((13, 7), np.int64)[key]
+                ai = dmesh.distribute(hostile_values((13, 7), np.int64), mesh, placements)[key]
                 big = (2, *x.shape)
                 calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = [
                     (np.zeros_like, a, (), {}),
@@ -217,7 +206,7 @@ def test_like_functions_in_a_row(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) ->
 
 
 def test_like_errors_every_time(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    a = dmesh.distribute(_values((6, 5)), mesh, [Shard(0), *_rest(mesh)])
+    a = dmesh.distribute(hostile_values((6, 5)), mesh, [Shard(0), *_rest(mesh)])
     for _ in range(2):
         np.zeros_like(a, shape=(3, 2))
         assert_raises_all(comm, ValueError, np.zeros_like, a, shape=(-3, 2))
@@ -227,7 +216,7 @@ def test_like_errors_every_time(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> 
 def test_astype_in_a_row(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     """np.astype with other dtypes and copy= in turn, twice over; partial arguments too."""
     rest = _rest(mesh)
-    x = _values((13, 7))
+    x = hostile_values((13, 7))
     x[1, :3] = [1e300, -1e-300, 5e-324]  # overflow to inf in float32, subnormals
     finite = np.where(np.isfinite(x) & (np.abs(x) < 100), x, 3.5)
     with Verdict(comm) as verdict:

@@ -18,7 +18,7 @@ from mpi4py import MPI
 import dmesh
 from dmesh import Partial, Replicate, Shard, debug
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
-from helpers import BitVerdict, Verdict, assert_all, assert_raises_all
+from helpers import BitVerdict, Verdict, assert_all, assert_raises_all, hostile_values
 
 # (source shape, target shape): views, splits, merges, and reshapes that cut rows.
 RESHAPES = [
@@ -45,17 +45,6 @@ RESHAPES = [
 ]
 
 
-def _values(shape: tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
-    """Distinct values with hostile ones among them (-0.0, NaN, +-inf) for floats."""
-    n = int(np.prod(shape))
-    x = (np.arange(n) * 7 % (n + 3) - n // 2).astype(dtype)
-    if x.dtype.kind == "f" and n >= 4:
-        x[:4] = [-0.0, np.nan, np.inf, -np.inf]
-    elif x.dtype.kind == "i" and n >= 2:
-        x[:2] = [np.iinfo(dtype).min, np.iinfo(dtype).max]
-    return x.reshape(shape)
-
-
 def _layouts(mesh: dmesh.DeviceMesh, ndim: int) -> list[list[Any]]:
     """Every Shard/Replicate combination over the mesh dims, and one Partial."""
     choices: list[Any] = [Replicate()] + [Shard(d) for d in range(ndim)]
@@ -79,7 +68,7 @@ def _check(verdict: BitVerdict, a: dmesh.DArray, x: np.ndarray, shape: Any, labe
 def test_reshapes_balanced(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     with BitVerdict(comm) as verdict:
         for old, new in RESHAPES:
-            x = _values(old)
+            x = hostile_values(old)
             for placements in _layouts(mesh, len(old)):
                 a = dmesh.distribute(x, mesh, placements)
                 _check(verdict, a, x, new, f"{old} {placements}")
@@ -94,17 +83,17 @@ def test_reshapes_uneven_and_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.Devic
              ((8, 3), (slice(7, None),), (3,))]  # fmt: skip
     with BitVerdict(comm) as verdict:
         for big, key, new in cases:
-            x = _values(big)
+            x = hostile_values(big)
             for placements in _layouts(mesh, len(big)):
                 a = dmesh.distribute(x, mesh, placements)[key]
                 _check(verdict, a, x[key], new, f"{big}[{key}] {placements}")
 
 
-def test_int_and_complex_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+def test_int_and_complexhostile_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     rest = [Replicate()] * (mesh.ndim - 1)
     with BitVerdict(comm) as verdict:
         for dtype in (np.int64, np.int8, np.complex128, np.bool_):
-            x = _values((6, 4), dtype)
+            x = hostile_values((6, 4), dtype)
             for placements in ([Shard(0), *rest], [Shard(1), *rest]):
                 a = dmesh.distribute(x, mesh, placements)
                 for new in ((4, 6), (3, 8), (24,)):
@@ -113,7 +102,7 @@ def test_int_and_complex_values(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> 
 
 def test_partial_stays_partial(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     """Reshaping is linear: the terms move with their blocks and are not reduced."""
-    x = _values((6, 4))
+    x = hostile_values((6, 4))
     shards = [Shard(1)] * (mesh.ndim - 1)
     with Verdict(comm) as verdict:
         for op in ("sum", "max"):
@@ -151,7 +140,7 @@ def test_moves_less_than_a_gather(
     CommMode counts a rank's result buffers, its own part included: an
     all-to-all's is the rank's new block, an all-gather's the whole array.
     """
-    x = _values(old)
+    x = hostile_values(old)
     layouts = [[Shard(dim)] + [Replicate()] * (mesh.ndim - 1)]
     if mesh.ndim == 2:
         layouts += [[Shard(dim), Shard(dim)], [Shard(dim), Shard(0)], [Shard(0), Shard(dim)]]
@@ -167,7 +156,7 @@ def test_moves_less_than_a_gather(
 
 
 def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
-    a = dmesh.distribute(_values((6, 4)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    a = dmesh.distribute(hostile_values((6, 4)), mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
     assert_raises_all(comm, ArgumentError, np.reshape, a, (5, 5))
     assert_raises_all(comm, UnsupportedError, np.reshape, a, (4, 6), order="F", match="C order")
     assert_raises_all(comm, UnsupportedError, np.ravel, a, order="F", match="C order")

@@ -38,7 +38,8 @@ from dmesh.darray import DArray
 
 __all__ = [
     "JoinPlan", "as_darray", "join", "local_join_spec", "local_run", "planned_join",
-    "remember", "run_join", "run_local_join", "seen", "seen_key", "sharded_along", "unseen",
+    "remember", "replayed", "run_join", "run_local_join", "seen", "seen_key", "sharded_along",
+    "unseen",
 ]  # fmt: skip
 
 
@@ -344,6 +345,18 @@ def seen_key(name: str, axis: Any, arrays: Any) -> tuple[Any, ...] | None:
 def seen(key: tuple[Any, ...], default: Run | None = unseen) -> Run | None:
     """What the call of ``key`` does again (``default`` when not seen)."""
     return _seen.get(key, default)
+
+
+def replayed(key: tuple[Any, ...] | None, arrays: Any) -> tuple[Any, tuple[Any, ...] | None]:
+    """``(result, key)`` of a join call keyed ``key``: the result of what an earlier call of
+    that key did (key None), or None and the key still to remember (never seen), or None
+    and None (seen, and it took the general path: nothing to remember)."""
+    if key is None:
+        return None, None
+    run = seen(key)
+    if run is unseen:
+        return None, key
+    return (None if run is None else run(arrays)), None
 
 
 def remember(key: tuple[Any, ...], run: Run | None) -> None:

@@ -39,10 +39,10 @@ from dmesh.ops.kernels.joins import (
     local_run,
     planned_join,
     remember,
+    replayed,
     seen,
     seen_key,
     sharded_along,
-    unseen,
 )
 from dmesh.ops.kernels.roll import roll_blocks
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
@@ -151,13 +151,9 @@ def concatenate(
     specs seen before does what the first did, from a lookup.
     """
     plain = out is None and dtype is None and casting == "same_kind"
-    key = seen_key("concatenate", axis, arrays) if plain else None
-    if key is not None:
-        run = seen(key)
-        if run is not unseen:
-            if run is not None:
-                return run(arrays)
-            key = None  # seen: the general path, as then
+    result, key = replayed(seen_key("concatenate", axis, arrays) if plain else None, arrays)
+    if result is not None:
+        return result
     result = _concatenate(arrays, axis, out, dtype, casting)
     if key is not None:
         run = planned_join(arrays, axis, result)  # (where join made it)
@@ -291,13 +287,10 @@ def vstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
 
     A call of operand specs seen before does what it did then (each rank stacking
     rows of its blocks)."""
-    key = seen_key("vstack", 0, tup) if dtype is None and casting == "same_kind" else None
-    if key is not None:
-        run = seen(key)
-        if run is not unseen:
-            if run is not None:
-                return run(tup)
-            key = None  # seen: the general path, as then
+    plain = dtype is None and casting == "same_kind"
+    done, key = replayed(seen_key("vstack", 0, tup) if plain else None, tup)
+    if done is not None:
+        return done
     arrays = [x[None] if x.ndim == 1 else x for x in tup]
     result: Any = np.concatenate(arrays, axis=0, dtype=dtype, casting=casting)
     if key is not None:
