@@ -155,3 +155,30 @@ def test_errors_on_every_rank(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> No
     assert_raises_all(comm, IndexError, np.put_along_axis, d, index, 1.0, axis=1,
                       match="out of bounds")  # fmt: skip
     assert_raises_all(comm, ValueError, np.put_along_axis, d, index[:, 0], 1.0, axis=1)
+
+
+def test_repeated_mask_assignments(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """``a[m] = v`` of specs seen before takes the remembered route (no layouts, one
+    count exchange, none on one block); a mask of the same spec whose counts lie
+    elsewhere, or whose count differs, still gets NumPy's answer or NumPy's error."""
+    x = np.arange(13.0) - 4
+    x[[0, 5]] = [np.nan, -0.0]
+    m1 = x > 0  # 7 of 13, at the end
+    m2 = np.roll(m1, 5)  # as many, elsewhere
+    with BitVerdict(comm) as v:
+        for label, make in variants(mesh, x):
+            if not make().ndim:
+                continue
+            want, a = x.copy(), make()
+            masks = [a > 0, np.roll(a > 0, 5), a > 2]  # m1, m2, one fewer: in a's layout
+            for step in range(3):  # the first call remembers, the others take the route
+                want[m1] = want[m1] ** 2 - step
+                a[masks[0]] = a[masks[0]] ** 2 - step
+            value = a[masks[0]] * 2.0
+            want[m2] = want[m1] * 2.0
+            a[masks[1]] = value  # same specs, counts elsewhere
+            v.check(same(full(a), want), f"{label}: {full(a)!r} != {want!r}")
+            v.bits(label, full(a))
+            before = full(a)
+            assert_raises_all(comm, ValueError, a.__setitem__, masks[2], value)
+            v.check(same(full(a), before), f"{label}: changed by a refused write")

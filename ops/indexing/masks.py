@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import dmesh.collectives as coll
+from dmesh import _hooks
 from dmesh.collectives import tracing
 from dmesh.collectives.device import array_module, to_host
 from dmesh.collectives.errors import ArgumentTypeError
@@ -277,6 +278,15 @@ def mask_assign(a: DArray, mask: Any, value: Any) -> bool:
     sent) where ``a`` has another layout or the value is neither: the caller
     takes the general path. Collective.
     """
+    if (
+        type(value) is DArray
+        and type(mask) is DArray
+        and value._view is None
+        and _hooks.before_block_access is None
+    ):
+        whole = _assigned.get((a._spec, mask._spec, value._spec))
+        if whole is not None and _assign_seen(a, mask, value, whole):
+            return True
     if not leading_mask(a, mask) or row_layout(a) is not a:
         return False
     darray = isinstance(value, DArray)
@@ -284,6 +294,7 @@ def mask_assign(a: DArray, mask: Any, value: Any) -> bool:
         return False
     if not darray and not isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
         return False
+    given, given_mask = value, mask
     mask = _mask_like(a, mask)
     if not darray and np.ndim(value) == 0:  # Game of Life's Z[birth | survive] = 1
         if a.mesh.coordinate is not None:
@@ -301,11 +312,49 @@ def mask_assign(a: DArray, mask: Any, value: Any) -> bool:
     elif darray:  # the same values for every selected row: whole on every rank
         value = value.redistribute(a.mesh, [Replicate()] * a.mesh.ndim)
     if darray and value.shape == layout.shape:
+        if (  # laid out as the selection already (no move): the next call goes straight
+            type(given) is DArray
+            and value._local is given._local
+            and mask is given_mask
+            and type(a) is DArray
+        ):
+            _remember_assign(a, mask, given)
         a.local[mask.local] = value.local
         return True
     xp = array_module(a.local)
     full = xp.broadcast_to(value.local if darray else xp.asarray(value), layout.shape)
     a.local[mask.local] = full[layout.slices(a.mesh.coordinate)]
+    return True
+
+
+# (a's spec, the mask's, the value's) of assignments ``a[mask] = value`` where nothing
+# moved: the value was laid out as ``a[mask]`` (``z[m] = z[m] ** 2 + c[m]``) -> whether
+# each rank holds every selected row (one block along dim 0, the value whole), so that
+# NumPy's own count check on the block is every rank's.
+_assigned: dict[tuple[DArraySpec, DArraySpec, DArraySpec], bool] = {}
+
+
+def _remember_assign(a: DArray, mask: DArray, value: DArray) -> None:
+    whole = (
+        _counts_of(a).comm is None
+        and value._local.shape == value.shape
+        and not any(p.is_partial() for p in value.placements)
+    )
+    if len(_assigned) >= 1024:  # bounded: specs hold meshes
+        _assigned.clear()
+    _assigned[a._spec, mask._spec, value._spec] = whole
+
+
+def _assign_seen(a: DArray, mask: DArray, value: DArray, whole: bool) -> bool:
+    """``a[mask] = value`` for specs that wrote in place before; False (nothing written,
+    the same on every rank) where the mask's counts now differ from the value's rows."""
+    if whole:  # one block: NumPy raises its own error on every rank alike
+        a._local[mask._local] = value._local
+        return True
+    _, bounds = _row_bounds(a, int(np.count_nonzero(to_host(mask._local))))
+    if bounds != value._spec.layout.bounds[0]:
+        return False  # (the general path counts again and raises NumPy's error)
+    a._local[mask._local] = value._local
     return True
 
 
