@@ -17,7 +17,7 @@ from dmesh.ops.compiler.trace import StandIn, Tracer
 if TYPE_CHECKING:
     from dmesh.ops.compiler.segments import Segments
 
-__all__ = ["LazyArray"]
+__all__ = ["LazyArray", "settled"]
 
 
 class LazyArray(StandIn):
@@ -79,6 +79,14 @@ class LazyArray(StandIn):
 
     def __repr__(self) -> str:
         return f"LazyArray({self._spec!r})"
+
+
+def settled(x: Any) -> Any:
+    """``x``, or a plain DArray on its block where ``x`` is a lazy array whose segment ran:
+    writes through it reach the same block, by the eager paths (which take DArrays only)."""
+    if type(x) is LazyArray and x._block is not None:
+        return DArray(x._block, x._spec)
+    return x
 
 
 def _eagerly(name: str) -> Any:

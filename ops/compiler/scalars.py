@@ -216,6 +216,9 @@ class Reads:
             if p in self.values:
                 continue
             if m in planned:
+                ahead_plan = planned[m][1].plan
+                if ahead_plan is None or slot not in ahead_plan.outputs:  # (not handed back)
+                    continue
                 spec = planned[m][1].trace.specs[slot]
             elif m < len(self.segments) and slot in self.segments[m]:
                 lazy = self.segments[m][slot]()
@@ -245,7 +248,7 @@ class Reads:
             return False
         _, m, slot = origin
         if m in planned:
-            return slot in planned[m][1].outputs
+            return slot in planned[m][1].plan.outputs
         if m < len(self.segments):
             ref = self.segments[m].get(slot)
             lazy = ref() if ref is not None else None

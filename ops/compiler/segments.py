@@ -34,12 +34,13 @@ from dmesh import _hooks
 from dmesh.darray import DArray
 from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
-from dmesh.ops.compiler.lazy import LazyArray
+from dmesh.ops.compiler.lazy import LazyArray, settled
 from dmesh.ops.compiler.replay import Plan
 from dmesh.ops.compiler.scalars import Reads, reduction_route
 from dmesh.ops.compiler.signature import Unkeyable, key_of, rebuild
 from dmesh.ops.compiler.steps import BREAK, Slot, State, rebuild_template, template_of
 from dmesh.ops.compiler.trace import StandIn, Tracer, describe
+from dmesh.ops.indexing.plans import plain_key
 
 __all__ = ["LazyArray", "Segments", "State"]
 
@@ -199,7 +200,10 @@ class Segments:
         if how == "getitem":
             return eager["getitem"](*payload)
         if how == "setitem":
-            return eager["setitem"](*items)
+            # The segment ran: an array it computed is its block and spec now, as a plain
+            # DArray, so the write takes the eager caches' paths (which take DArrays only).
+            a, key, value = items
+            return eager["setitem"](settled(a), key, settled(value))
         return NotImplemented  # "move": DArray._moved goes on and moves the array itself
 
     def _run_record(self, tracer: Tracer, how: str, payload: Any, extra: Any) -> Any:
@@ -257,6 +261,12 @@ class Segments:
         for the operands that are DArrays or plain Python scalars."""
         items, kw = payload
         if type(items) is not tuple:
+            if self._head[0] == "getitem" and isinstance(items, DArray):
+                # a[1:-1, 2:], the commonest step of stencil code: the key's hashable
+                # form as the indexing caches make it, not key_of's recursion.
+                plain = plain_key(kw)
+                if plain is not None:
+                    return (self._operand(items), ("K", plain))
             return key_of(payload, self._operand)
         parts: list[Any] = []
         for x in items:
@@ -400,18 +410,23 @@ class Segments:
         reads, n, ahead = self.reads, 0, None
         if reads is not None:
             n, ahead = reads.segment(state, [objects[s] for s in state.inputs])
+        # The results the Python code still refers to: the plan hands back those only.
+        # (Every rank runs the same code, so the same ones are alive on every rank.)
+        live = tuple(s for s in state.outputs if any(r() is not None for r in pending.get(s, ())))
         with self.paused():
             blocks = [objects[s]._local for s in state.inputs]
             plan = state.plan
-            if ahead is not None and plan is not None:
+            if ahead is not None and plan is not None and set(live) <= set(plan.outputs):
                 values = ahead  # computed ahead, at an earlier read (same state, same inputs)
             elif plan is None:
                 trace = state.prefix()
                 inputs = [f"input s{s}: {describe(trace.specs[s])}" for s in state.inputs]  # type: ignore[arg-type]
                 agree(self.comm, inputs + trace.descriptions(), self.name)
-                plan = state.plan = Plan(trace, list(state.inputs), list(state.outputs))
+                plan = state.plan = Plan(trace, list(state.inputs), list(live))
+                state.variants[live] = plan
                 values = plan.run_checked(blocks, self.comm)
             else:
+                plan = state.plan_for(live)
                 values = plan.run(blocks)
         self.runs += 1
         for slot, value in zip(plan.outputs, values):

@@ -20,6 +20,8 @@ from dmesh.ops.compiler.trace import StandIn, Trace
 __all__ = ["BREAK", "Slot", "State", "rebuild_template", "template_of"]
 
 BREAK = "break"  # a step that cannot be recorded: run eagerly
+# Plans one segment keeps for different sets of results still referred to at its run.
+VARIANT_LIMIT = 8
 
 
 class Slot:
@@ -35,7 +37,7 @@ class State:
     """A point in recording a segment: the trace up to there, the steps that follow, and the
     segment's plan once it ran from here."""
 
-    __slots__ = ("inputs", "next", "nodes", "outputs", "plan", "specs", "trace")
+    __slots__ = ("inputs", "next", "nodes", "outputs", "plan", "specs", "trace", "variants")
 
     def __init__(
         self, trace: Trace, inputs: tuple[int, ...], outputs: tuple[int, ...] = ()
@@ -48,7 +50,22 @@ class State:
         # the plan drops those no handed result needs).
         self.outputs = outputs
         self.next: dict[Any, Any] = {}  # step key -> (State, result template) or BREAK
+        # The plan of the segment ending here, made at its first run for the results
+        # still referred to then; ``variants``: one per other set of such results (the
+        # temporaries of an expression die as it goes: a plan that handed them all back
+        # would keep every one alive to the segment's end).
         self.plan: Plan | None = None
+        self.variants: dict[tuple[int, ...], Plan] = {}
+
+    def plan_for(self, live: tuple[int, ...]) -> Plan:
+        """The segment's plan handing back the results ``live`` (the ops of ``plan``,
+        agreed and checked at its first run: the same nodes)."""
+        plan = self.variants.get(live)
+        if plan is None:
+            plan = Plan(self.prefix(), list(self.inputs), list(live))
+            if len(self.variants) < VARIANT_LIMIT:
+                self.variants[live] = plan
+        return plan
 
     def plans(self) -> list[Plan]:
         """The segment plans made from this state on (depth first)."""
