@@ -228,7 +228,7 @@ def test_tracing_resumes_after_a_graph_break(comm: MPI.Comm, mesh: Any) -> None:
         return np.max(z, axis=0) + np.sum(z * 3.0, axis=0) + np.sum(z * z, axis=0), z
 
     for x in (_sharded(mesh, data), _uneven(mesh, data)):
-        compiled = compile(broken)
+        compiled = compile(broken, segments="always")  # (its segments inspected below)
         want = broken(x)
         for _ in range(2):
             message = _same(compiled(x), want)

@@ -126,7 +126,7 @@ def test_closure_arrays_follow_rebinding(comm: MPI.Intracomm, mesh: Any) -> None
         y = np.sqrt(np.abs(x + captured)) * captured
         return y - np.sum(captured, axis=0), np.sum(y * x)
 
-    compiled = dmesh.compile(reads_closure)
+    compiled = dmesh.compile(reads_closure, segments="always")  # (segments on every call)
     x, uneven = _sharded(mesh, data), _uneven(mesh, hostile)
     replicated = dmesh.distribute(hostile, mesh, [Replicate()] * mesh.ndim)
     news = (_sharded(mesh, data * -3), _sharded(mesh, hostile), replicated, _uneven(mesh, data))

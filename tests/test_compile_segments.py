@@ -1,9 +1,11 @@
-"""Segments of a compiled function whose trace breaks: what their plans hand back, and the
-writes between them, against eager calls bit for bit.
+"""Compiled plans and segments against eager calls bit for bit: what a segment's plan hands
+back, the writes between segments, and shifted slices in a plan.
 
 A segment's plan hands back only the results the Python code still refers to when it
 runs (an expression's temporaries are gone by then), with one plan per set of such
-results; a write after a segment writes into the blocks the segment computed.
+results; a write after a segment writes into the blocks the segment computed; a plan
+computes shifted slices (``u[2:] - u[:-2]``) as eager does, in pieces, sending only the
+cells that cross ranks, not whole blocks redistributed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from mpi4py import MPI
 from test_compile import _data, _same, _sharded, _uneven
 
 import dmesh
+from dmesh import Replicate
 from helpers import assert_all
 
 _kept: list[Any] = []  # where ``_keeps`` puts a temporary when asked to
@@ -53,7 +56,7 @@ def test_segments_hand_back_live_results(comm: MPI.Intracomm, mesh: Any) -> None
     for make in (_sharded, _uneven):
         for rows in (7, 1, 0):
             x = make(mesh, _data(mesh, (rows, 3), 3))
-            compiled = dmesh.compile(_temporaries)
+            compiled = dmesh.compile(_temporaries, segments="always")  # (plans read below)
             want = _temporaries(x)
             for call in range(3):
                 got = compiled(x)
@@ -71,7 +74,7 @@ def test_a_result_kept_between_calls_gets_its_block(comm: MPI.Intracomm, mesh: A
     """The same signature, once with a temporary kept by the code and once not: each run
     hands back what is alive then (a plan per set), and the kept array holds its values."""
     x = _sharded(mesh, _data(mesh, (9, 2), 4))
-    compiled = dmesh.compile(_keeps)
+    compiled = dmesh.compile(_keeps, segments="always")
     problems: list[str] = []
     for call, keep in enumerate((False, False, True, False, True)):
         _keep[0] = keep
@@ -106,3 +109,81 @@ def test_writes_between_segments(comm: MPI.Intracomm, mesh: Any) -> None:
                     if message:
                         problems.append(f"{make.__name__} {rows} call {call}: {message}")
     assert_all(comm, not problems, "\n".join(problems))
+
+
+def _stencil(u: Any, w: Any) -> Any:
+    lap = u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * u[1:-1, 1:-1]
+    return lap * w[1:-1, 1:-1], u[1:, :] - u[:-1, :]
+
+
+def test_shifted_slices_in_a_plan(comm: MPI.Intracomm, mesh: Any) -> None:
+    """A 5-point stencil of shifted slices times a replicated weight (cropped to the
+    blocks), traced whole: eager's bits on every call, on even, uneven and thin blocks,
+    and the plan makes no whole-block redistribution for them."""
+    data = _data(mesh, (9, 5), 6)
+    data[2, 2], data[4, 1] = np.nan, -np.inf
+    weight = dmesh.distribute(_data(mesh, (9, 5), 7), mesh, [Replicate()] * mesh.ndim)
+    problems: list[str] = []
+    with np.errstate(all="ignore"):
+        for make in (_sharded, _uneven):
+            for rows in (9, 3):
+                u = make(mesh, data[:rows])
+                w = weight[:rows]
+                compiled = dmesh.compile(_stencil)
+                want = _stencil(u, w)
+                for call in range(3):
+                    message = _same(compiled(u, w), want)
+                    if message:
+                        problems.append(f"{make.__name__} {rows} call {call}: {message}")
+                plan = compiled.describe_plan(u, w)
+                if compiled.breaks or "_run_steps" in plan:
+                    problems.append(f"{make.__name__} {rows}: {compiled.breaks}\n{plan}")
+    assert_all(comm, not problems, "\n".join(problems))
+
+
+def _reads_four(a: Any, b: Any) -> Any:
+    return [float(x) for x in (np.sum(a), np.sum(b * 2.0), np.max(a), np.min(b))]
+
+
+def test_segments_kept_only_where_faster(comm: MPI.Intracomm, mesh: Any) -> None:
+    """``segments="auto"``: three calls in segments, two eager, then the faster way for
+    good, the same on every rank (eager's bits throughout); the timings are set here, so
+    the test does not depend on this machine's speed. A signature whose scalars were read
+    together keeps its segments; a bad policy raises a ValueError naming the ones there
+    are."""
+    x = _sharded(mesh, _data(mesh, (9, 3), 8))
+    y = _uneven(mesh, _data(mesh, (9, 3), 9))
+    slow, fast = dmesh.compile(_temporaries), dmesh.compile(_temporaries)
+    reads = dmesh.compile(_reads_four)
+    problems: list[str] = []
+    want, want_reads = _temporaries(x), _reads_four(x, y)
+    for call in range(8):
+        for compiled in (slow, fast):
+            got = compiled(x)
+            if _same(got[0], want[0]) or got[1] != want[1]:
+                problems.append(f"call {call}: {got} != {want}")
+        if reads(x, y) != want_reads:
+            problems.append(f"reads call {call}: {reads(x, y)} != {want_reads}")
+        if call == 2:  # segmented calls as if they took a second, or no time at all
+            for compiled, seconds in ((slow, 1.0), (fast, 0.0)):
+                entry = next(iter(compiled.plans.values()))
+                if entry.trial is None:
+                    problems.append(f"call {call}: no trial")
+                else:
+                    entry.trial[0] = seconds
+    described = [c.describe_plan(x) for c in (slow, fast)] + [reads.describe_plan(x, y)]
+    if "runs eagerly" not in described[0] or "runs in segments" not in described[1]:
+        problems.append("\n".join(described[:2]))
+    if comm.Get_size() > 1 and "runs in segments" not in described[2]:
+        problems.append(f"reads: {described[2]}")
+    runs = slow.segment_runs
+    slow(x)
+    if slow.segment_runs != runs:
+        problems.append("ran in segments after it was decided eager")
+    assert_all(comm, not problems, "\n".join(problems))
+    try:
+        dmesh.compile(_temporaries, segments="never")
+        message = "no error"
+    except ValueError as exc:
+        message = "" if "'auto'" in str(exc) and "'always'" in str(exc) else str(exc)
+    assert_all(comm, not message, message)

@@ -16,12 +16,15 @@ keeps the reasons.
 from __future__ import annotations
 
 import functools
+import math
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
+from mpi4py import MPI
 
 from dmesh import _hooks
 from dmesh.darray import DArray
@@ -39,6 +42,12 @@ __all__ = ["Compiled", "compile"]
 
 R = TypeVar("R")
 CACHE_SIZE = 64  # plans kept per compiled function (specs hold meshes: bounded)
+# ``segments="auto"`` weighs a segmented signature on its first calls: this many run in
+# segments (the first records and plans, the next replay, scalars read ahead), then this
+# many eagerly; the faster way (the slowest rank's best time) is kept.
+SEGMENT_TRIAL = 3
+EAGER_TRIAL = 2
+SEGMENT_POLICIES = ("auto", "always")
 _CONSTANTS = (int, float, complex, bool, str, bytes, type(None), np.generic, np.dtype)
 
 
@@ -63,15 +72,22 @@ class Entry:
     mesh: Any = None
     build: Any = None  # (output blocks, argument DArrays) -> the returned structure
     log: Log = field(default_factory=Log)  # a segmented call's events, for the next one
+    runs: int = 0  # calls run in segments
+    # segments="auto"'s trial: the best segmented and eager times so far, and the eager
+    # calls made; None once decided (or not weighed: scalars were read together)
+    trial: list[float] | None = field(default_factory=lambda: [math.inf, math.inf, 0.0])
 
 
 class Compiled(Generic[R]):
     """A compiled function: call it as ``fn``; plans are cached per call signature."""
 
-    def __init__(self, fn: Callable[..., R], cache_size: int = CACHE_SIZE) -> None:
+    def __init__(
+        self, fn: Callable[..., R], cache_size: int = CACHE_SIZE, segments: str = "auto"
+    ) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.cache_size = cache_size
+        self.segments = _policy(segments)
         self.plans: OrderedDict[Any, Entry] = OrderedDict()
         self.traces = 0  # how many times fn was traced
         self.evictions = 0  # plans dropped from the full cache
@@ -116,6 +132,8 @@ class Compiled(Generic[R]):
         plan = entry.plan
         if plan is None:
             if entry.segments is not None:
+                if entry.runs >= SEGMENT_TRIAL and entry.trial is not None:
+                    return self._eager_trial(entry, args, kwargs)
                 return self._segmented(entry, args, kwargs, leaves)
             return self.fn(*args, **kwargs)
         outputs = plan.run([x._local for x in leaves])
@@ -201,6 +219,7 @@ class Compiled(Generic[R]):
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         reads = Reads(entry.log, leaves)
         session = Segments(entry.segments, entry.comm, entry.mesh, name, reads)
+        start = time.perf_counter()
         with session:
             try:
                 out = self.fn(*args, **kwargs)
@@ -212,7 +231,36 @@ class Compiled(Generic[R]):
             finally:
                 session.reads = None  # reads of its arrays after the call: eager ones
         self.segment_runs += session.runs
+        entry.runs += 1
+        if entry.trial is not None:
+            if self.segments != "auto" or entry.log.joined:
+                entry.trial = None  # kept: always, or scalars were read together
+            elif entry.runs > 1:  # (the first call records: not timed)
+                entry.trial[0] = min(entry.trial[0], time.perf_counter() - start)
         return rebuild(out, _plain)  # type: ignore[no-any-return]
+
+    def _eager_trial(self, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
+        """An eager call of a segmented signature, timed; after ``EAGER_TRIAL`` of them the
+        ranks keep the faster way (one collective, on every rank at the same call)."""
+        trial = entry.trial
+        assert trial is not None
+        start = time.perf_counter()
+        out = self.fn(*args, **kwargs)
+        trial[1] = min(trial[1], time.perf_counter() - start)
+        trial[2] += 1
+        if trial[2] >= EAGER_TRIAL:
+            slowest = np.array(trial[:2])
+            entry.comm.Allreduce(MPI.IN_PLACE, slowest, op=MPI.MAX)
+            entry.trial = None
+            if slowest[1] < slowest[0]:
+                # Recording each op costs more than dispatching it: segments pay only where
+                # their plans save collectives worth more than that.
+                entry.eager = (
+                    f"{entry.eager}; eager calls took {slowest[1] * 1e3:.3g} ms, segmented "
+                    f"ones {slowest[0] * 1e3:.3g} ms, so it runs eagerly"
+                )
+                entry.segments = None
+        return out
 
     def _eager(self, key: Any, entry: Entry, args: Any, kwargs: dict[str, Any]) -> R:
         self._keep(key, entry)
@@ -250,6 +298,17 @@ class _Bound:
 
     def __getattr__(self, name: str) -> Any:  # traces, breaks, plans... of the function
         return getattr(self.compiled, name)
+
+
+def _policy(segments: Any) -> str:
+    """``segments`` when it is a policy, else the ValueError saying which are."""
+    if segments not in SEGMENT_POLICIES:
+        raise ValueError(
+            f"dmesh.compile: segments={segments!r} is not a policy; use 'auto' (a segmented "
+            "signature keeps segments only where they were faster than eager calls) or "
+            "'always'"
+        )
+    return str(segments)
 
 
 def _plain(x: DArray) -> DArray:
@@ -310,10 +369,12 @@ def _builder(template: Any, plan: Plan) -> Any:
 
 
 @overload
-def compile(fn: Callable[..., R]) -> Compiled[R]: ...
+def compile(fn: Callable[..., R], *, cache_size: int = ..., segments: str = ...) -> Compiled[R]: ...
 @overload
-def compile(*, cache_size: int = CACHE_SIZE) -> Callable[[Callable[..., R]], Compiled[R]]: ...
-def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
+def compile(
+    *, cache_size: int = CACHE_SIZE, segments: str = "auto"
+) -> Callable[[Callable[..., R]], Compiled[R]]: ...
+def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE, segments: str = "auto") -> Any:
     """Compile ``fn``: trace it once per signature, agree the plan across ranks, replay it.
 
     Use as ``dmesh.compile(fn)``, ``@dmesh.compile`` or
@@ -327,8 +388,15 @@ def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
     that reads blocks, a DArray that is not an argument) makes that
     signature run in segments: ``fn`` runs at each call, its ops between two
     such breaks as one compiled plan, the breaks eagerly, with the same
-    results. Side effects of ``fn`` (prints, appends) happen while tracing,
-    not when a plan replays (in segments, at every call).
+    results. Recording costs more per op than eager dispatch, so segments pay
+    only where their plans save collectives worth more than that: with
+    ``segments="auto"`` (the default) a segmented signature runs its first
+    three calls in segments and the next two eagerly, and keeps the faster
+    way (the slowest rank's best time, agreed in one collective;
+    ``describe_plan`` says which), except that one whose scalars were read
+    together keeps its segments; ``segments="always"`` keeps them. Side
+    effects of ``fn`` (prints, appends) happen while tracing, not when a plan
+    replays (in segments, at every call).
 
     Values ``fn`` reads from its closure, from module globals or from
     ``self``'s attributes (by the names its code uses) are constants of the
@@ -343,5 +411,6 @@ def compile(fn: Any = None, *, cache_size: int = CACHE_SIZE) -> Any:
     run different collectives).
     """
     if fn is None:
-        return lambda f: Compiled(f, cache_size)
-    return Compiled(fn, cache_size)
+        _policy(segments)  # (a bad one raises at the decorator, not at its use)
+        return lambda f: Compiled(f, cache_size, segments)
+    return Compiled(fn, cache_size, segments)

@@ -30,7 +30,8 @@ from dmesh.ops.compiler.errors import ReplayError
 from dmesh.ops.compiler.packed_gather import PackedGather
 from dmesh.ops.compiler.packed_reduce import PackedReduce
 from dmesh.ops.compiler.packing import Gather, Reduction, packable, packs_with, reduce_many, wait
-from dmesh.ops.compiler.trace import Trace, same_block
+from dmesh.ops.compiler.trace import Node, Trace, same_block
+from dmesh.ops.pipeline import perform
 from dmesh.redistribution import run_steps
 
 __all__ = ["Plan"]
@@ -54,6 +55,32 @@ def _as_block(result: Any) -> Any:
     return result
 
 
+def _shifted(node: Node) -> bool:
+    """Whether ``node`` is a ufunc call whose moving operands eager computes in place:
+    crops of the rank's block (``Step.views``) or shifted slices (``Step.piecewise``)."""
+    step = node.step
+    return (
+        step is not None
+        and step.run is None
+        and type(node.func) is np.ufunc
+        and any(t is not None for t in node.moves)
+        and (step.views is not None or step.piecewise)
+    )
+
+
+def _performer(node: Node, specs: list[DArraySpec | None]) -> Callable[..., Any]:
+    """``node``'s call on blocks, made as eager makes it (``dmesh.ops.pipeline.perform``,
+    the same messages and bits), its operands as DArrays of their recorded specs."""
+    func, step, mesh = node.func, node.step, node.spec.mesh
+    assert step is not None  # (_shifted: a recorded pipeline step)
+
+    def run(*blocks: Any) -> Any:
+        operands = [b if spec is None else DArray(b, spec) for b, spec in zip(blocks, specs)]
+        return perform(func, step, operands, mesh)._local
+
+    return run
+
+
 class Plan:
     """The replayable form of a trace: inputs, nodes, outputs and the generated function."""
 
@@ -65,6 +92,9 @@ class Plan:
         self.inputs = inputs  # the slots the blocks passed to ``run`` fill, in order
         self.outputs = outputs
         self.dropped: list[str] = []  # what the generated function leaves out, and why
+        # Collectives eager calls of these ops would make that the plan does not (moves
+        # there and back dropped, unused results' moves, reductions packed into one call).
+        self.saved = 0
         self.function = self._generate()
 
     def _generate(self) -> Callable[..., tuple[Any, ...]]:
@@ -90,6 +120,7 @@ class Plan:
         moves = [
             (k, slot, target, packable(self.specs[slot], target))
             for k in live
+            if not _shifted(self.nodes[k])  # (eager's call makes those moves itself)
             for slot, target in operands[k]
             if target is not None
         ]
@@ -120,19 +151,27 @@ class Plan:
             node = self.nodes[k]
             if k not in live:
                 self.dropped.append(f"[{k}] {node.label}: its result is not used")
+                self.saved += sum(t is not None for t in node.moves)
                 continue
             if node.func is same_block:
                 deferred[node.out] = operands[k][0]
                 continue
-            names = [name_of(k, slot, target) for slot, target in operands[k]]
-            space[f"f{k}"] = node.func
-            run = node.step.run if node.step is not None else None
-            if run is None:
-                call = f"f{k}({', '.join(names)})"
+            if _shifted(node):
+                # Moves that are crops of the rank's own block or shifted slices: eager's
+                # pieces (only the crossing cells sent), not a whole block redistributed.
+                names = [name_of(k, slot, None) for slot in node.slots]
+                space[f"e{k}"] = _performer(node, [self.specs[s] for s in node.slots])
+                call = f"e{k}({', '.join(names)})"
             else:
-                space[f"r{k}"] = run
-                space[f"c{k}"] = node.step.call  # type: ignore[union-attr]
-                call = f"r{k}(f{k}, [{', '.join(names)}], c{k})"
+                names = [name_of(k, slot, target) for slot, target in operands[k]]
+                space[f"f{k}"] = node.func
+                run = node.step.run if node.step is not None else None
+                if run is None:
+                    call = f"f{k}({', '.join(names)})"
+                else:
+                    space[f"r{k}"] = run
+                    space[f"c{k}"] = node.step.call  # type: ignore[union-attr]
+                    call = f"r{k}(f{k}, [{', '.join(names)}], c{k})"
             if node.spec.ndim == 0:
                 call = f"_as_block({call})"
             lines.append(f"    v{node.out} = {call}")
@@ -161,6 +200,9 @@ class Plan:
                 origin[node.out] = source
         result = []
         for k, node in enumerate(self.nodes):
+            if _shifted(node):  # eager's own call, on the operands as recorded
+                result.append(list(zip(node.slots, node.moves)))
+                continue
             operands: list[tuple[int, Layout | None]] = []
             for slot, target in zip(node.slots, node.moves):
                 want = target if target is not None else getattr(self.specs[slot], "layout", None)
@@ -171,6 +213,7 @@ class Plan:
                         self.dropped.append(
                             f"[{k}] {node.label}: s{slot} moved back, s{earlier} used"
                         )
+                        self.saved += 1
                         slot, target = earlier, None
                         break
                 operands.append((slot, target))
@@ -271,6 +314,7 @@ class Plan:
                 continue
             pack.append((other, where))
             kinds.append(kind)
+        self.saved += len(pack) - 1
         names = [f"m{len(made) + i}" for i in range(len(pack))]
         for key, moved in zip(pack, names):
             made[key] = moved
