@@ -44,7 +44,6 @@ import platform
 import sys
 import sysconfig
 from collections.abc import Callable
-from types import MemberDescriptorType
 from typing import Any
 
 import numpy as np
@@ -155,9 +154,9 @@ def _called_by_operator(instructions: frozenset[tuple[int, int]]) -> bool:
 
 def _donor_ok(x: Any) -> bool:
     """Whether the temporary DArray ``x``'s block may become the result buffer."""
-    if type(type(x)._local) is not MemberDescriptorType:
-        # A subclass whose block is computed or refused (dmesh.compile's
-        # stand-ins: reading theirs breaks the graph) has none to donate.
+    if type(x) is not _hooks.darray_type or x._local.nbytes < ELIDE_BYTES:
+        # A subclass may compute or refuse its block (dmesh.compile's stand-ins:
+        # reading theirs breaks the graph); a small block is not worth the check.
         return False
     # The DArray's slot and getrefcount's argument; anything more is another
     # holder (a second DArray on the same block, user code).
@@ -236,14 +235,16 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
     instructions = _operator_instructions(name)
     direct = ufunc is not np.power  # (the dispatcher checks integer powers first)
     power = not direct
+    # (bound once: each module attribute read costs a few tens of ns on the hottest path)
+    elide, getrefcount = context.elide_state, sys.getrefcount
 
     def method(self: Any, other: Any) -> Any:
         # x ** 2 is np.square(x) to NumPy (bit for bit different from np.power for complex x)
         u = power_ufunc(self.dtype, other) if power else ufunc
         unary = u is not ufunc
-        if context.elide_state[0] and temporary_refs:
+        if elide[0] and temporary_refs:
             if (
-                sys.getrefcount(self) <= temporary_refs
+                getrefcount(self) <= temporary_refs
                 and _donor_ok(self)
                 and (  # (inline: the checks count frames from here)
                     _callers.called_by_instruction(name, False)
@@ -256,7 +257,7 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
             if (
                 not unary
                 and type(other) is type(self)
-                and sys.getrefcount(other) <= temporary_refs
+                and getrefcount(other) <= temporary_refs
                 and _donor_ok(other)
                 and (  # (inline: the checks count frames from here)
                     _callers.called_by_instruction(name, False)
@@ -267,10 +268,22 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
                 return _hooks.dispatch_donated(ufunc, (self, other), 1)  # type: ignore[misc]
         if unary:
             return _hooks.dispatch_operator(u, (self,))  # type: ignore[misc]
-        if direct:
-            result = fused_call(ufunc, self, other)
-            if result is not None:
-                return result
+        steps = _hooks.operator_steps
+        if direct and steps is not None and _hooks.recorder is None:
+            # fused_call inline (the hottest call of array programs: a * b, a * 2.0)
+            darray, kind = _hooks.darray_type, type(other)
+            if type(self) is darray:
+                step = steps.get((
+                    ufunc,
+                    self._spec,
+                    other._spec
+                    if kind is darray
+                    else (kind, other.dtype)
+                    if kind is np.ndarray and not other.ndim
+                    else kind,
+                ))  # fmt: skip
+                if step is not None and step.fast is not None:
+                    return step.fast(ufunc, self, other)
         if type(other) is type(self) or type(other) in KEY_SCALARS or type(other) is np.ndarray:
             # Straight to the dispatcher: NumPy's override protocol would pick
             # DArray.__array_ufunc__ anyway (an ndarray defers to it), after a
@@ -304,10 +317,22 @@ def reflected_method(
             )
         ):
             return _hooks.dispatch_donated(ufunc, (other, self), 1)  # type: ignore[misc]
-        if direct:
-            result = fused_call(ufunc, other, self)
-            if result is not None:
-                return result
+        steps = _hooks.operator_steps
+        if direct and steps is not None and _hooks.recorder is None:
+            # fused_call inline
+            darray, kind = _hooks.darray_type, type(other)
+            if type(self) is darray:
+                step = steps.get((
+                    ufunc,
+                    other._spec
+                    if kind is darray
+                    else (kind, other.dtype)
+                    if kind is np.ndarray and not other.ndim
+                    else kind,
+                    self._spec,
+                ))  # fmt: skip
+                if step is not None and step.fast is not None:
+                    return step.fast(ufunc, other, self)
         if type(other) in KEY_SCALARS or type(other) is np.ndarray:
             return _hooks.dispatch_operator(ufunc, (other, self))  # type: ignore[misc]
         return plain(self, other)

@@ -136,7 +136,9 @@ def prepare(
     run = rule.run if rule.specialize is None else rule.specialize(call)
     decision = decide(rule, call, specs)
     single = len(operands) == 1 and specs[0] is not None and not decision.any_move
-    fast = fuse(run, call, decision) if single and run is not None else None
+    fast = None
+    if single:
+        fast = fuse(run, call, decision) if run is not None else fuse_unary(decision)
     if fast is None and run is None and len(operands) == 2 and not decision.any_move:
         fast = fuse_binary(decision, specs[0] is not None, specs[1] is not None)
     piecewise = aligned.possible(decision, specs)
@@ -196,18 +198,40 @@ def fuse(run: Any, call: Call, decision: Decision) -> Any:
     return fast
 
 
+def fuse_unary(decision: Decision) -> Any:
+    """Steps 2 and 3 of a plain one-operand call that moves nothing (``np.sqrt(a)``,
+    ``-a``) as one closure ``fast(func, x) -> DArray``: :func:`perform`'s plain branch."""
+    last = decision._last  # (mesh, dtype, spec) last asked for: read inline below
+
+    def unary(func: Any, x: Any) -> DArray:
+        result = func(x._local)
+        if type(result) is np.ndarray:
+            mesh = x._spec.mesh
+            if last[0] is mesh and last[1] is result.dtype:
+                return DArray(result, last[2])
+            return DArray(result, decision.result_spec(mesh, result.dtype))
+        return wrap(result, decision, x._spec.mesh)
+
+    return unary
+
+
 def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
     """Steps 2 and 3 of a plain two-operand call that moves nothing (``a + b``,
     ``a * 2.0``), as one closure ``fast(func, x, y) -> DArray``; ``left`` and
     ``right`` say which operands are DArrays (the others are scalars). The
     hottest calls of array programs then return right after the cache lookup,
     past :func:`perform`'s general branches."""
+    last = decision._last  # (mesh, dtype, spec) last asked for: read inline below
+
     if left and right:
 
         def both(func: Any, x: Any, y: Any) -> DArray:
             result = func(x._local, y._local)
             if type(result) is np.ndarray:  # (wrap inline: this is the hottest call)
-                return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
+                mesh = x._spec.mesh
+                if last[0] is mesh and last[1] is result.dtype:
+                    return DArray(result, last[2])
+                return DArray(result, decision.result_spec(mesh, result.dtype))
             return wrap(result, decision, x._spec.mesh)
 
         return both
@@ -216,7 +240,10 @@ def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
         def first(func: Any, x: Any, y: Any) -> DArray:
             result = func(x._local, y)
             if type(result) is np.ndarray:
-                return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
+                mesh = x._spec.mesh
+                if last[0] is mesh and last[1] is result.dtype:
+                    return DArray(result, last[2])
+                return DArray(result, decision.result_spec(mesh, result.dtype))
             return wrap(result, decision, x._spec.mesh)
 
         return first
@@ -224,7 +251,10 @@ def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
     def second(func: Any, x: Any, y: Any) -> DArray:
         result = func(x, y._local)
         if type(result) is np.ndarray:
-            return DArray(result, decision.result_spec(y._spec.mesh, result.dtype))
+            mesh = y._spec.mesh
+            if last[0] is mesh and last[1] is result.dtype:
+                return DArray(result, last[2])
+            return DArray(result, decision.result_spec(mesh, result.dtype))
         return wrap(result, decision, y._spec.mesh)
 
     return second
