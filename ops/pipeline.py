@@ -37,6 +37,7 @@ from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops import aligned, registry
+from dmesh.ops.fused import fuse, fuse_binary, fuse_unary, wrap
 from dmesh.ops.propagation import Decision, decide
 from dmesh.ops.registry import Call, Rule
 
@@ -179,87 +180,6 @@ def local_views(
     return tuple(views)
 
 
-def fuse(run: Any, call: Call, decision: Decision) -> Any:
-    """Steps 2 and 3 of a one-operand call that moves nothing, as one closure.
-
-    The hottest cached calls (``a.sum()``, ``np.sum(a)``) then cost one Python
-    call between the cache and the rule's ``run``, not :func:`perform`'s
-    general branches (about 0.3 us of a 2.4 us call).
-    """
-
-    def fast(func: Any, x: DArray) -> DArray:
-        result = run(func, [x._local], call)
-        if type(result) is not np.ndarray and (
-            isinstance(result, np.generic) or not hasattr(result, "shape")
-        ):  # a 0-d result: NumPy gives a scalar
-            result = np.asarray(result)
-        return DArray(result, decision.result_spec(x._spec.mesh, result.dtype))
-
-    return fast
-
-
-def fuse_unary(decision: Decision) -> Any:
-    """Steps 2 and 3 of a plain one-operand call that moves nothing (``np.sqrt(a)``,
-    ``-a``) as one closure ``fast(func, x) -> DArray``: :func:`perform`'s plain branch."""
-    last = decision._last  # (mesh, dtype, spec) last asked for: read inline below
-
-    def unary(func: Any, x: Any) -> DArray:
-        result = func(x._local)
-        if type(result) is np.ndarray:
-            mesh = x._spec.mesh
-            if last[0] is mesh and last[1] is result.dtype:
-                return DArray(result, last[2])
-            return DArray(result, decision.result_spec(mesh, result.dtype))
-        return wrap(result, decision, x._spec.mesh)
-
-    return unary
-
-
-def fuse_binary(decision: Decision, left: bool, right: bool) -> Any:
-    """Steps 2 and 3 of a plain two-operand call that moves nothing (``a + b``,
-    ``a * 2.0``), as one closure ``fast(func, x, y) -> DArray``; ``left`` and
-    ``right`` say which operands are DArrays (the others are scalars). The
-    hottest calls of array programs then return right after the cache lookup,
-    past :func:`perform`'s general branches."""
-    last = decision._last  # (mesh, dtype, spec) last asked for: read inline below
-
-    if left and right:
-
-        def both(func: Any, x: Any, y: Any) -> DArray:
-            result = func(x._local, y._local)
-            if type(result) is np.ndarray:  # (wrap inline: this is the hottest call)
-                mesh = x._spec.mesh
-                if last[0] is mesh and last[1] is result.dtype:
-                    return DArray(result, last[2])
-                return DArray(result, decision.result_spec(mesh, result.dtype))
-            return wrap(result, decision, x._spec.mesh)
-
-        return both
-    if left:
-
-        def first(func: Any, x: Any, y: Any) -> DArray:
-            result = func(x._local, y)
-            if type(result) is np.ndarray:
-                mesh = x._spec.mesh
-                if last[0] is mesh and last[1] is result.dtype:
-                    return DArray(result, last[2])
-                return DArray(result, decision.result_spec(mesh, result.dtype))
-            return wrap(result, decision, x._spec.mesh)
-
-        return first
-
-    def second(func: Any, x: Any, y: Any) -> DArray:
-        result = func(x, y._local)
-        if type(result) is np.ndarray:
-            mesh = y._spec.mesh
-            if last[0] is mesh and last[1] is result.dtype:
-                return DArray(result, last[2])
-            return DArray(result, decision.result_spec(mesh, result.dtype))
-        return wrap(result, decision, y._spec.mesh)
-
-    return second
-
-
 def fuse_shifted(cell: list[Step], mesh: Any) -> Any:
     """A two-operand ufunc call whose moved operands are computed in pieces (shifted
     slices: ``Z[2:, 1:-1] + Z[:-2, 1:-1]``), as one closure ``fast(func, x, y)``
@@ -311,15 +231,6 @@ def align(operands: Sequence[Any], decision: Decision) -> list[Any]:
         (x.with_layout(target).local if move else x.local) if target is not None else x
         for x, target, move in zip(operands, decision.operands, decision.moves)
     ]
-
-
-def wrap(result: Any, decision: Decision, mesh: Any) -> DArray:
-    """Step 3: the result DArray, with the decided layout."""
-    if type(result) is not np.ndarray and (
-        isinstance(result, np.generic) or not hasattr(result, "shape")
-    ):  # a 0-d result: NumPy gives a scalar
-        result = np.asarray(result)
-    return DArray(result, decision.result_spec(mesh, result.dtype))
 
 
 def perform(
