@@ -95,6 +95,9 @@ class Plan:
         # Collectives eager calls of these ops would make that the plan does not (moves
         # there and back dropped, unused results' moves, reductions packed into one call).
         self.saved = 0
+        self._made_in: dict[int, int] = {}  # a redistribution's result slot -> its epoch
+        self._barrier = 0
+        self._names = 0  # moved blocks named so far (m0, m1...)
         self.function = self._generate()
 
     def _generate(self) -> Callable[..., tuple[Any, ...]]:
@@ -115,15 +118,22 @@ class Plan:
         for slot, value in self.constants.items():
             space[f"v{slot}"] = value
         lines = [f"def plan({', '.join(f'v{i}' for i in self.inputs)}):"]
-        operands = self._undo_moves()
+        epochs = self._epochs()
+        operands = self._undo_moves(epochs)
         live = self._live(operands)
-        moves = [
-            (k, slot, target, packable(self.specs[slot], target))
-            for k in live
-            if not _shifted(self.nodes[k])  # (eager's call makes those moves itself)
-            for slot, target in operands[k]
-            if target is not None
+        # Per epoch (the ops between two writes): the moves its ops need, which one call
+        # may pack (a move is never made before a write and used after it).
+        moves: list[list[tuple[int, int, Layout, Reduction | Gather | None]]] = [
+            [] for _ in range(epochs[-1] + 1)
         ]
+        for k in sorted(live):
+            if not _shifted(self.nodes[k]):  # (eager's call makes those moves itself)
+                moves[epochs[k]] += [
+                    (k, slot, target, packable(self.specs[slot], target))
+                    for slot, target in operands[k]
+                    if target is not None
+                ]
+        self._barrier = 0  # the line of the last write: nothing starts above it
         made: dict[tuple[int, Layout], str] = {}  # (slot, target) -> the moved block's name
         ready = set(self.inputs) | set(self.constants)
         defined = dict.fromkeys(ready, 1)  # slot -> the line after which it exists
@@ -144,10 +154,12 @@ class Plan:
             if target is None:
                 return f"v{slot}"
             if (slot, target) not in made:
-                self._make(slot, target, moves, made, ready, space, lines, defined, starts)
+                self._make(
+                    slot, target, moves[epochs[k]], made, ready, space, lines, defined, starts
+                )
             return made[(slot, target)]
 
-        for k in self._schedule(operands):
+        for k in self._schedule(operands, epochs):
             node = self.nodes[k]
             if k not in live:
                 self.dropped.append(f"[{k}] {node.label}: its result is not used")
@@ -156,6 +168,15 @@ class Plan:
             if node.func is same_block:
                 deferred[node.out] = operands[k][0]
                 continue
+            if node.writes:
+                # A write: the redistributions recorded before it are made now (from the
+                # values before it), and no move made before it serves after it.
+                for slot in list(deferred):
+                    source, moved = deferred.pop(slot)
+                    lines.append(f"    v{slot} = {name_of(k, source, moved)}")
+                    ready.add(slot)
+                    defined[slot] = len(lines)
+                made.clear()
             if _shifted(node):
                 # Moves that are crops of the rank's own block or shifted slices: eager's
                 # pieces (only the crossing cells sent), not a whole block redistributed.
@@ -177,6 +198,8 @@ class Plan:
             lines.append(f"    v{node.out} = {call}")
             ready.add(node.out)
             defined[node.out] = len(lines)
+            if node.writes:
+                self._barrier = len(lines)
         results = [name_of(len(self.nodes), slot, None) for slot in self.outputs]
         lines.append(f"    return ({''.join(f'{r}, ' for r in results)})")
         for at in sorted(starts, reverse=True):
@@ -186,18 +209,29 @@ class Plan:
         function: Callable[..., tuple[Any, ...]] = space["plan"]
         return function
 
-    def _undo_moves(self) -> list[list[tuple[int, Layout | None]]]:
+    def _epochs(self) -> list[int]:
+        """Per node, how many writes come before it in the trace (then one more entry: the
+        outputs'); a write is the last node of its epoch."""
+        epochs, epoch = [], 0
+        for node in self.nodes:
+            epochs.append(epoch)
+            epoch += node.writes
+        return [*epochs, epoch]
+
+    def _undo_moves(self, epochs: list[int]) -> list[list[tuple[int, Layout | None]]]:
         """Each node's operands as (slot, move target or None), where an operand that a
         redistribution made is taken from an earlier array of the same values already in
         the layout the node needs (the move there and back is dropped; layouts without
-        ``Partial`` only, whose blocks are exact copies of the values)."""
+        ``Partial`` only, whose blocks are exact copies of the values; no write between
+        the redistribution and the use, which might have changed the earlier array)."""
         origin: dict[int, int] = {}  # a redistribution's result slot -> its source slot
-        for node in self.nodes:
+        for k, node in enumerate(self.nodes):
             source = node.slots[0] if node.slots else -1
             if node.func is same_block and not (
                 _has_partial(self.specs[source]) or _has_partial(node.spec)
             ):
                 origin[node.out] = source
+                self._made_in[node.out] = epochs[k]
         result = []
         for k, node in enumerate(self.nodes):
             if _shifted(node):  # eager's own call, on the operands as recorded
@@ -208,6 +242,8 @@ class Plan:
                 want = target if target is not None else getattr(self.specs[slot], "layout", None)
                 earlier = slot
                 while earlier in origin and target is not None:
+                    if self._made_in[earlier] != epochs[k]:
+                        break
                     earlier = origin[earlier]
                     if self.specs[earlier].layout == want:
                         self.dropped.append(
@@ -220,20 +256,24 @@ class Plan:
             result.append(operands)
         return result
 
-    def _schedule(self, operands: list[list[tuple[int, Layout | None]]]) -> list[int]:
-        """The order the nodes run in: by how many moves deep each one is (then as traced).
+    def _schedule(
+        self, operands: list[list[tuple[int, Layout | None]]], epochs: list[int]
+    ) -> list[int]:
+        """The order the nodes run in: epoch by epoch (the ops between two writes, then the
+        write), and in each by how many moves deep each op is (then as traced).
 
         Ops are pure, so any order that respects the data gives the same values; this
         one computes everything that needs no communication first, so independent
-        reductions are all ready, and packed, when the first of them is needed.
+        reductions are all ready, and packed, when the first of them is needed. A write
+        changes a block in place: nothing is moved across it.
         """
         depth: dict[int, int] = {}
         order = []
         for k, (node, ops) in enumerate(zip(self.nodes, operands)):
             d = max((depth.get(s, 0) + (t is not None) for s, t in ops), default=0)
             depth[node.out] = d
-            order.append((d, k))
-        return [k for _, k in sorted(order)]
+            order.append((epochs[k], node.writes, d, k))
+        return [k for *_, k in sorted(order)]
 
     def _live(self, operands: list[list[tuple[int, Layout | None]]]) -> set[int]:
         """The nodes whose results the outputs need (a node's result no one uses is dropped:
@@ -241,7 +281,7 @@ class Plan:
         needed = set(self.outputs)
         live: set[int] = set()
         for k in reversed(range(len(self.nodes))):
-            if self.nodes[k].out in needed:
+            if self.nodes[k].out in needed or self.nodes[k].writes:  # (a write is an effect)
                 live.add(k)
                 needed.update(slot for slot, _ in operands[k])
         return live
@@ -286,7 +326,7 @@ class Plan:
         """Emit the code that moves ``slot`` to ``target`` (with the reductions packed with
         it): a started collective's start goes after the line ``defined`` gives for its
         last operand (into ``starts``), its wait here."""
-        name = f"m{len(made)}"
+        name = f"m{self._names}"  # (a counter: made is cleared at each write)
         reduction = packable(self.specs[slot], target)
         if reduction is None:
             # The redistribution's steps, planned now (``DArray._moved`` would plan them
@@ -300,6 +340,7 @@ class Plan:
                 f"# s{slot} to {target.placements}, about {cost:.0f} B per rank"
             )
             made[(slot, target)] = name
+            self._names += 1
             return
         pack: list[tuple[int, Layout]] = [(slot, target)]
         kinds = [reduction]
@@ -315,7 +356,8 @@ class Plan:
             pack.append((other, where))
             kinds.append(kind)
         self.saved += len(pack) - 1
-        names = [f"m{len(made) + i}" for i in range(len(pack))]
+        names = [f"m{self._names + i}" for i in range(len(pack))]
+        self._names += len(pack)
         for key, moved in zip(pack, names):
             made[key] = moved
         comm = f"comm_{names[0]}"
@@ -356,7 +398,7 @@ class Plan:
         if not started:
             lines.append(f"    {', '.join(names)}, = {call}{note}")
             return
-        at = max(defined[s] for s, _ in pack)
+        at = max(self._barrier, *(defined[s] for s, _ in pack))
         starts.setdefault(at, []).append(f"    h_{names[0]} = {call}{note}, started")
         lines.append(f"    {', '.join(names)}, = {wait}  # first use: wait")
 

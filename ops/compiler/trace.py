@@ -58,6 +58,7 @@ class Node:
     out: int  # the slot of the result
     spec: DArraySpec  # the result's spec
     description: str  # what the ranks compare (no mesh identity, no addresses)
+    writes: bool = False  # writes its first operand's block in place (out: that slot)
 
 
 @dataclass
@@ -161,6 +162,10 @@ class StandIn(DArray):
         self._break("indexing")
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        recorder = _hooks.recorder
+        if isinstance(recorder, Tracer) and recorder.records(self):
+            recorder.setitem(self, key, value)  # (plain keys: a write node)
+            return
         self._break("assignment")
 
 
@@ -230,6 +235,12 @@ class Tracer:
             self.trace.graph_break(f"indexing with {_stable(key)} (moves data or reads values)")
         spec, index = planned
         return self._block_node(index, a, spec, f"getitem[{_stable(key)}]")
+
+    def setitem(self, a: StandIn, key: Any, value: Any) -> None:
+        """Record ``a[key] = value`` as a write node, or break (``compiler.writes``)."""
+        from dmesh.ops.compiler.writes import record_setitem  # (it builds on this module)
+
+        record_setitem(self, a, key, value)
 
     def copy(self, a: StandIn) -> StandIn:
         """Record ``a.copy()``: a new block of the same values and spec (no message)."""
