@@ -17,7 +17,6 @@ compare their plans before anything waits.
 from __future__ import annotations
 
 import functools
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,11 +29,13 @@ from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
+from dmesh.ops.compiler.nodes import Node, copy_block, describe, same_block, stable
 from dmesh.ops.compiler.result_dtype import result_dtype
+from dmesh.ops.compiler.writes import plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
-from dmesh.ops.pipeline import SCALARS, Step, prepare
+from dmesh.ops.pipeline import SCALARS, prepare
 from dmesh.ops.registry import (
     Rule,
     decomposition_for,
@@ -43,22 +44,7 @@ from dmesh.ops.registry import (
     special_form_for,
 )
 
-__all__ = ["Node", "StandIn", "Trace", "tracing"]
-
-
-@dataclass(frozen=True)
-class Node:
-    """One recorded op: ``out = func(*operands)`` with the recorded step's layouts."""
-
-    func: Any
-    label: str
-    step: Step | None  # None: ``func(block)`` of a dmesh call that keeps the layout
-    slots: tuple[int, ...]  # where each operand comes from (arguments, constants, nodes)
-    moves: tuple[Layout | None, ...]  # each operand's target layout where it moves, else None
-    out: int  # the slot of the result
-    spec: DArraySpec  # the result's spec
-    description: str  # what the ranks compare (no mesh identity, no addresses)
-    writes: bool = False  # writes its first operand's block in place (out: that slot)
+__all__ = ["Node", "StandIn", "Trace", "copy_block", "describe", "same_block", "tracing"]
 
 
 @dataclass
@@ -93,11 +79,6 @@ class Trace:
         if self.broken is not None:
             lines.append(f"graph break: {self.broken}")
         return lines
-
-
-def describe(spec: DArraySpec) -> str:
-    """A spec as ranks compare it: placements, shape, dtype and block bounds (no mesh id)."""
-    return f"{spec!r} bounds={spec.layout.bounds}"
 
 
 class StandIn(DArray):
@@ -225,22 +206,31 @@ class Tracer:
         except Exception as exc:
             trace.graph_break(f"{what}: its result dtype is unknown ({type(exc).__name__})")
         spec = DArraySpec(a.spec.mesh, a.spec.layout, dtype)
-        return self._block_node(functools.partial(func, spec=a.spec), a, spec, _stable(what))
+        return self._block_node(functools.partial(func, spec=a.spec), a, spec, stable(what))
 
     def getitem(self, a: StandIn, key: Any) -> StandIn:
         """Record ``a[key]`` when it is plain basic indexing (a view of the block, no
         message); anything else (masks, index arrays, mirrored blocks) breaks the graph."""
         planned = block_indexing(a.spec, key)
         if planned is None:
-            self.trace.graph_break(f"indexing with {_stable(key)} (moves data or reads values)")
+            self.trace.graph_break(f"indexing with {stable(key)} (moves data or reads values)")
         spec, index = planned
-        return self._block_node(index, a, spec, f"getitem[{_stable(key)}]")
+        return self._block_node(index, a, spec, f"getitem[{stable(key)}]")
 
     def setitem(self, a: StandIn, key: Any, value: Any) -> None:
-        """Record ``a[key] = value`` as a write node, or break (``compiler.writes``)."""
-        from dmesh.ops.compiler.writes import record_setitem  # (it builds on this module)
-
-        record_setitem(self, a, key, value)
+        """Record ``a[key] = value`` as a write node (:mod:`.writes` plans it), or break:
+        the value a constant, or a stand-in moved to the selection's layout first."""
+        func, layout = plan_write(a.spec, key, value, self.records(value), self.trace.graph_break)
+        trace = self.trace
+        if isinstance(value, StandIn):
+            if layout is not None and value.spec.layout != layout:
+                value = self.move(value, layout)
+            slot, part = value._slot, f"s{value._slot}"
+        else:
+            slot, part = trace.constant(value), f"{type(value).__name__}:{value!r}"
+        description = f"s{a._slot}[{stable(key)}] = {part} (in place)"
+        trace.nodes.append(Node(func, "setitem", None, (a._slot, slot), (None, None), a._slot,
+                                a.spec, description, writes=True))  # fmt: skip
 
     def copy(self, a: StandIn) -> StandIn:
         """Record ``a.copy()``: a new block of the same values and spec (no message)."""
@@ -413,28 +403,13 @@ class Tracer:
         moved = [f"s{s}->{t.placements}{t.bounds}" for s, t in zip(slots, moves) if t is not None]
         result = trace.stand_in(spec)
         description = (
-            f"s{result._slot} = {label}({', '.join(parts)}) static={_stable(static)} "
+            f"s{result._slot} = {label}({', '.join(parts)}) static={stable(static)} "
             f"moves={moved} -> {describe(spec)}"
         )
         trace.nodes.append(
             Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
         )
         return result
-
-
-def copy_block(block: Any) -> Any:
-    """A copy node's function: a new block of the operand's values (``a.copy()``)."""
-    return block.copy()
-
-
-def same_block(block: Any) -> Any:
-    """A redistribution node's function: its operand, already moved, is the result."""
-    return block
-
-
-def _stable(value: Any) -> str:
-    """``repr(value)`` without object addresses (they differ between ranks)."""
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def _kind(x: Any) -> str:

@@ -22,19 +22,17 @@ masks and index arrays.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from dmesh.ops.compiler.trace import Node, StandIn, _stable
+from dmesh.core.layout import Layout
+from dmesh.core.spec import DArraySpec
+from dmesh.ops.compiler.nodes import stable
 from dmesh.ops.indexing.plans import NOWHERE, plain_key, selection
 from dmesh.ops.pipeline import SCALARS
 
-if TYPE_CHECKING:
-    from dmesh.core.layout import Layout
-    from dmesh.ops.compiler.trace import Tracer
-
-__all__ = ["record_setitem", "writer"]
+__all__ = ["plan_write", "writer"]
 
 
 def writer(local: tuple[Any, ...] | None) -> Callable[[Any, Any], Any]:
@@ -49,45 +47,26 @@ def writer(local: tuple[Any, ...] | None) -> Callable[[Any, Any], Any]:
     return write
 
 
-def record_setitem(tracer: Tracer, a: StandIn, key: Any, value: Any) -> None:
-    """Record ``a[key] = value`` for ``a`` a stand-in of ``tracer``'s trace, or break."""
-    trace = tracer.trace
+def plan_write(
+    spec: DArraySpec, key: Any, value: Any, traced: bool, graph_break: Callable[[str], Any]
+) -> tuple[Callable[[Any, Any], Any], Layout | None]:
+    """How ``a[key] = value`` is recorded for an ``a`` of ``spec``: the write node's function
+    and the layout the value must have first (None for a scalar); ``traced`` says whether
+    ``value`` is a stand-in of the trace. Anything else calls ``graph_break``."""
     hashable = plain_key(key)
     if hashable is None:
-        trace.graph_break(f"assignment with the key {_stable(key)} (masks, index arrays)")
-    spec = a.spec
+        graph_break(f"assignment with the key {stable(key)} (masks, index arrays)")
     plan = selection(spec, key, hashable)  # (raises as NumPy does for a bad key)
     if plan.mirrored or plan.partial:
-        trace.graph_break("assignment into partial terms or mirrored blocks")
-    scalar = isinstance(value, SCALARS) or (isinstance(value, np.ndarray) and value.ndim == 0)
-    if scalar:
+        graph_break("assignment into partial terms or mirrored blocks")
+    if isinstance(value, SCALARS) or (isinstance(value, np.ndarray) and value.ndim == 0):
         # Converted as eager's write converts it (a bad value raises here, as eagerly).
         np.zeros(1, spec.dtype)[0] = value
-        local = plan.local if plan.local is not None or not spec.ndim else NOWHERE
-        _record(tracer, a, writer(local), None, value, key)
-        return
-    if not tracer.records(value):
-        trace.graph_break(f"assignment of a {type(value).__name__} (not a traced array)")
+        return writer(plan.local if plan.local is not None or not spec.ndim else NOWHERE), None
+    if not traced:
+        graph_break(f"assignment of a {type(value).__name__} (not a traced array)")
     if plan.detached:
-        trace.graph_break("assignment of an array into a detached selection (its owners copy)")
+        graph_break("assignment of an array into a detached selection (its owners copy)")
     if value.shape != plan.spec.shape:
-        trace.graph_break(f"assignment broadcasting {value.shape} to {plan.spec.shape}")
-    _record(tracer, a, writer(plan.local), plan.layout, value, key)
-
-
-def _record(
-    tracer: Tracer, a: StandIn, func: Any, layout: Layout | None, value: Any, key: Any
-) -> None:
-    """The write node: ``func(block of a, value)``, the value a constant or a stand-in
-    moved to ``layout`` first (a recorded redistribution) where it is not laid out so."""
-    trace = tracer.trace
-    if isinstance(value, StandIn):
-        if layout is not None and value.spec.layout != layout:
-            value = tracer.move(value, layout)
-        slot, part = value._slot, f"s{value._slot}"
-    else:
-        slot, part = trace.constant(value), f"{type(value).__name__}:{value!r}"
-    description = f"s{a._slot}[{_stable(key)}] = {part} (in place)"
-    node = Node(func, "setitem", None, (a._slot, slot), (None, None), a._slot, a.spec,
-                description, writes=True)  # fmt: skip
-    trace.nodes.append(node)
+        graph_break(f"assignment broadcasting {value.shape} to {plan.spec.shape}")
+    return writer(plan.local), plan.layout
