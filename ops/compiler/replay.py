@@ -27,11 +27,12 @@ from dmesh.core.plan import estimate_cost, plan_redistribution
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import ReplayError
+from dmesh.ops.compiler.node_kinds import performer, reuses, shifted
 from dmesh.ops.compiler.packed_gather import PackedGather
 from dmesh.ops.compiler.packed_reduce import PackedReduce
 from dmesh.ops.compiler.packing import Gather, Reduction, packable, packs_with, reduce_many, wait
-from dmesh.ops.compiler.trace import Node, Trace, same_block
-from dmesh.ops.pipeline import perform
+from dmesh.ops.compiler.registers import released
+from dmesh.ops.compiler.trace import Trace, same_block
 from dmesh.redistribution import run_steps
 
 __all__ = ["Plan"]
@@ -53,32 +54,6 @@ def _as_block(result: Any) -> Any:
     ):
         return np.asarray(result)
     return result
-
-
-def _shifted(node: Node) -> bool:
-    """Whether ``node`` is a ufunc call whose moving operands eager computes in place:
-    crops of the rank's block (``Step.views``) or shifted slices (``Step.piecewise``)."""
-    step = node.step
-    return (
-        step is not None
-        and step.run is None
-        and type(node.func) is np.ufunc
-        and any(t is not None for t in node.moves)
-        and (step.views is not None or step.piecewise)
-    )
-
-
-def _performer(node: Node, specs: list[DArraySpec | None]) -> Callable[..., Any]:
-    """``node``'s call on blocks, made as eager makes it (``dmesh.ops.pipeline.perform``,
-    the same messages and bits), its operands as DArrays of their recorded specs."""
-    func, step, mesh = node.func, node.step, node.spec.mesh
-    assert step is not None  # (_shifted: a recorded pipeline step)
-
-    def run(*blocks: Any) -> Any:
-        operands = [b if spec is None else DArray(b, spec) for b, spec in zip(blocks, specs)]
-        return perform(func, step, operands, mesh)._local
-
-    return run
 
 
 class Plan:
@@ -116,7 +91,7 @@ class Plan:
             "_wait": wait,
         }
         for slot, value in self.constants.items():
-            space[f"v{slot}"] = value
+            space[f"k{slot}"] = value  # (a global: the locals are renamed, _registers)
         lines = [f"def plan({', '.join(f'v{i}' for i in self.inputs)}):"]
         epochs = self._epochs()
         operands = self._undo_moves(epochs)
@@ -127,7 +102,7 @@ class Plan:
             [] for _ in range(epochs[-1] + 1)
         ]
         for k in sorted(live):
-            if not _shifted(self.nodes[k]):  # (eager's call makes those moves itself)
+            if not shifted(self.nodes[k]):  # (eager's call makes those moves itself)
                 moves[epochs[k]] += [
                     (k, slot, target, packable(self.specs[slot], target))
                     for slot, target in operands[k]
@@ -152,14 +127,16 @@ class Plan:
                 ready.add(slot)
                 defined[slot] = len(lines)
             if target is None:
-                return f"v{slot}"
+                return f"k{slot}" if slot in self.constants else f"v{slot}"
             if (slot, target) not in made:
                 self._make(
                     slot, target, moves[epochs[k]], made, ready, space, lines, defined, starts
                 )
             return made[(slot, target)]
 
-        for k in self._schedule(operands, epochs):
+        order = self._schedule(operands, epochs)
+        donors = reuses(self.nodes, self.specs, self.outputs, order, operands, live)
+        for k in order:
             node = self.nodes[k]
             if k not in live:
                 self.dropped.append(f"[{k}] {node.label}: its result is not used")
@@ -177,17 +154,19 @@ class Plan:
                     ready.add(slot)
                     defined[slot] = len(lines)
                 made.clear()
-            if _shifted(node):
+            if shifted(node):
                 # Moves that are crops of the rank's own block or shifted slices: eager's
                 # pieces (only the crossing cells sent), not a whole block redistributed.
                 names = [name_of(k, slot, None) for slot in node.slots]
-                space[f"e{k}"] = _performer(node, [self.specs[s] for s in node.slots])
+                space[f"e{k}"] = performer(node, [self.specs[s] for s in node.slots])
                 call = f"e{k}({', '.join(names)})"
             else:
                 names = [name_of(k, slot, target) for slot, target in operands[k]]
                 space[f"f{k}"] = node.func
                 run = node.step.run if node.step is not None else None
-                if run is None:
+                if k in donors:  # into a temporary no later op reads, as eager elision does
+                    call = f"f{k}({', '.join(names)}, out=v{donors[k]})"
+                elif run is None:
                     call = f"f{k}({', '.join(names)})"
                 else:
                     space[f"r{k}"] = run
@@ -204,7 +183,7 @@ class Plan:
         lines.append(f"    return ({''.join(f'{r}, ' for r in results)})")
         for at in sorted(starts, reverse=True):
             lines[at:at] = starts[at]
-        self.source = "\n".join(lines)
+        self.source = "\n".join(released(lines))
         exec(self.source, space)
         function: Callable[..., tuple[Any, ...]] = space["plan"]
         return function
@@ -234,7 +213,7 @@ class Plan:
                 self._made_in[node.out] = epochs[k]
         result = []
         for k, node in enumerate(self.nodes):
-            if _shifted(node):  # eager's own call, on the operands as recorded
+            if shifted(node):  # eager's own call, on the operands as recorded
                 result.append(list(zip(node.slots, node.moves)))
                 continue
             operands: list[tuple[int, Layout | None]] = []
