@@ -31,6 +31,12 @@ def _kept_temporaries(x: Any) -> Any:
     return y, view * 1.0, u, w
 
 
+def _stencil_chain(x: Any) -> Any:
+    s = x[2:] + x[:-2]  # shifted slices: eager's pieces in the plan
+    t = s * 2.0 - x[1:-1]  # s's block reused, then t's by a shifted op
+    return t + x[1:-1] * 0.5, t * 3.0
+
+
 def _long_loop(x: Any) -> Any:
     u = x.copy()
     for _ in range(300):
@@ -51,7 +57,7 @@ def test_temporaries_are_reused_where_nothing_else_reads_them(
     problems: list[str] = []
     for make in (_sharded, _uneven):
         x = make(mesh, data)
-        for fn in (_chain, _kept_temporaries):
+        for fn in (_chain, _kept_temporaries, _stencil_chain):
             compiled = dmesh.compile(fn)
             want = fn(x)
             for call in range(3):

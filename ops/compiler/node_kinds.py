@@ -51,15 +51,16 @@ def shifted(node: Node) -> bool:
     )
 
 
-def performer(node: Node, specs: list[DArraySpec | None]) -> Callable[..., Any]:
+def performer(node: Node, specs: list[DArraySpec | None], donor: int = -1) -> Callable[..., Any]:
     """``node``'s call on blocks, made as eager makes it (``dmesh.ops.pipeline.perform``,
-    the same messages and bits), its operands as DArrays of their recorded specs."""
+    the same messages and bits), its operands as DArrays of their recorded specs; the
+    block of operand ``donor`` (an index, or -1) may take the result, as eagerly."""
     func, step, mesh = node.func, node.step, node.spec.mesh
-    assert step is not None  # (_shifted: a recorded pipeline step)
+    assert step is not None  # (shifted: a recorded pipeline step)
 
     def run(*blocks: Any) -> Any:
         operands = [b if spec is None else DArray(b, spec) for b, spec in zip(blocks, specs)]
-        return perform(func, step, operands, mesh)._local
+        return perform(func, step, operands, mesh, donor=donor)._local
 
     return run
 
@@ -72,37 +73,40 @@ def reuses(
     operands: list[list[tuple[int, Layout | None]]],
     live: set[int],
 ) -> dict[int, int]:
-    """Node -> the operand slot whose block its result may be written into: a block an
-    elementwise ufunc made in this plan (its own memory), read by elementwise ufuncs
-    only (so no view of it exists), by none after this node, not an output, with the
-    result's local shape and dtype. The blocks of results no later op reads are then
-    reused, as NumPy's and eager's temporary elision reuse them."""
+    """Node -> the index of the operand whose block its result may be written into: a
+    block an elementwise ufunc made in this plan (its own memory), that stays in place
+    for this node, read only by elementwise ufuncs (so no view of it exists) and by
+    none after this node, not an output, with the result's local shape and dtype. The
+    blocks of results no later op reads are then reused, as NumPy's and eager's
+    temporary elision reuse them."""
     plain = {k for k in live if elementwise(nodes[k])}
-    made_by = {nodes[k].out: k for k in plain}
+    pieces = {k for k in live if shifted(nodes[k])}  # (eager's call: reads, keeps no view)
+    made_by = {nodes[k].out for k in plain | pieces}
     last: dict[int, int] = {}
-    users_plain: dict[int, bool] = {}
+    users_ok: dict[int, bool] = {}
     for position, k in enumerate(order):
         if k not in live:
             continue
         for slot, target in operands[k]:
-            if target is None:
-                last[slot] = position
-            users_plain[slot] = users_plain.get(slot, True) and k in plain and target is None
+            last[slot] = position
+            ok = (k in plain and target is None) or k in pieces
+            users_ok[slot] = users_ok.get(slot, True) and ok
     returned = set(outputs)
     donors: dict[int, int] = {}
     for position, k in enumerate(order):
-        if k not in plain:
+        if k not in plain and k not in pieces:
             continue
         spec = nodes[k].spec
-        for slot, _ in operands[k]:
+        for index, (slot, target) in enumerate(operands[k]):
             if (
-                slot in made_by
-                and last.get(slot) == position
-                and users_plain.get(slot, False)
+                target is None
+                and slot in made_by
+                and last[slot] == position
+                and users_ok[slot]
                 and slot not in returned
                 and specs[slot].dtype == spec.dtype
                 and specs[slot].local_shape() == spec.local_shape()
             ):
-                donors[k] = slot
+                donors[k] = index
                 break
     return donors

@@ -158,14 +158,16 @@ class Plan:
                 # Moves that are crops of the rank's own block or shifted slices: eager's
                 # pieces (only the crossing cells sent), not a whole block redistributed.
                 names = [name_of(k, slot, None) for slot in node.slots]
-                space[f"e{k}"] = performer(node, [self.specs[s] for s in node.slots])
+                space[f"e{k}"] = performer(
+                    node, [self.specs[s] for s in node.slots], donors.get(k, -1)
+                )
                 call = f"e{k}({', '.join(names)})"
             else:
                 names = [name_of(k, slot, target) for slot, target in operands[k]]
                 space[f"f{k}"] = node.func
                 run = node.step.run if node.step is not None else None
                 if k in donors:  # into a temporary no later op reads, as eager elision does
-                    call = f"f{k}({', '.join(names)}, out=v{donors[k]})"
+                    call = f"f{k}({', '.join(names)}, out={names[donors[k]]})"
                 elif run is None:
                     call = f"f{k}({', '.join(names)})"
                 else:
