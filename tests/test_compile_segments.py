@@ -187,3 +187,27 @@ def test_segments_kept_only_where_faster(comm: MPI.Intracomm, mesh: Any) -> None
     except ValueError as exc:
         message = "" if "'auto'" in str(exc) and "'always'" in str(exc) else str(exc)
     assert_all(comm, not message, message)
+
+
+def _writes_through_a_row(u: Any) -> Any:
+    u = u.copy()
+    total = float(np.sum(u))  # a graph break: what follows runs in segments
+    row = u[1]  # an int on the sharded dim: a detached view, made eagerly
+    row += total  # written through to u, as NumPy's view is
+    row[0] = -1.0
+    return u, row * 1.0
+
+
+def test_writes_through_a_detached_row_in_segments(comm: MPI.Intracomm, mesh: Any) -> None:
+    """A row read after a break and written through (``row = a[1]; row += s``) changes the
+    array and the row as eagerly (and as NumPy), on every call."""
+    problems: list[str] = []
+    for make in (_sharded, _uneven):
+        x = make(mesh, _data(mesh, (5, 3), 23))
+        compiled = dmesh.compile(_writes_through_a_row)
+        want = _writes_through_a_row(x)
+        for call in range(3):
+            message = _same(compiled(x), want)
+            if message:
+                problems.append(f"{make.__name__} call {call}: {message}")
+    assert_all(comm, not problems, "\n".join(problems))

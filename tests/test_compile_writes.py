@@ -161,13 +161,38 @@ def test_generated_programs_with_writes(comm: MPI.Intracomm, mesh: Any) -> None:
     assert_all(comm, not problems, "\n".join(problems))
 
 
+def _boundary_copies(u: Any) -> Any:
+    u = u.copy()
+    u[0] = u[1]  # rows of one owner: its owner copies (on a sharded dim)
+    u[-1] = u[-2]
+    u[:, 0] = u[:, 1]
+    top = u[2] * 2.0  # a detached read used in arithmetic: its terms reduced
+    return u, top, u[1:3] - u[0]
+
+
+def test_boundary_copies_trace_whole(comm: MPI.Intracomm, mesh: Any) -> None:
+    """``h[0] = h[1]`` (cavity flow's and shallow water's boundary rows): traced whole
+    where both rows have one owner, in segments where they do not, eager's bits in both,
+    on even, uneven, thin, replicated and column-sharded blocks."""
+    data = _data(mesh, (8, 5), 14)
+    data[1, 1], data[6, 2] = np.nan, -np.inf
+    problems: list[str] = []
+    with np.errstate(all="ignore"):
+        for label, make in _makers(mesh, data):
+            found = _check(_boundary_copies, make, label)
+            if label in ("uneven", "few rows"):  # (owners may differ: a break is fine)
+                found = [f for f in found if "broke" not in f]
+            problems += found
+    assert_all(comm, not problems, "\n".join(problems))
+
+
 def test_writes_that_cannot_be_recorded_break(comm: MPI.Intracomm, mesh: Any) -> None:
     """An array written into a detached selection (its owners copy), a broadcast value and
     a mask: graph breaks, run eagerly in segments, with eager's bits."""
 
     def detached(u: Any) -> Any:
         u = u.copy()
-        u[0] = u[1]  # rows on the sharded dim
+        u[0] = u[-1]  # rows on the sharded dim, held by different ranks
         return u
 
     def broadcast(u: Any) -> Any:

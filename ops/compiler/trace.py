@@ -34,6 +34,7 @@ from dmesh.ops.compiler.result_dtype import result_dtype
 from dmesh.ops.compiler.writes import plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
+from dmesh.ops.indexing.plans import plain_key, selection
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, prepare
 from dmesh.ops.registry import (
@@ -55,6 +56,9 @@ class Trace:
     constants: dict[int, Any] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     broken: str | None = None  # the first graph break's reason
+    # Slots read from a detached selection (an int on a sharded dim) -> its owners (mesh
+    # dim -> coordinate): they hold the values, the other ranks identity terms.
+    held: dict[int, dict[int, int]] = field(default_factory=dict)
 
     def stand_in(self, spec: DArraySpec) -> StandIn:
         """A new slot holding an array of ``spec``, as a stand-in."""
@@ -164,9 +168,13 @@ def _walk(obj: Any) -> list[Any]:
 class Tracer:
     """The hooks while tracing: calls on stand-ins are recorded, other calls run as usual."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, detached: bool = False) -> None:
         self.trace = trace
         self.saved: dict[str, Any] = {}
+        # Whether an int on a sharded dim is read as a node: only where every write
+        # through the result is refused (a whole trace: writes into partial terms
+        # break), not in segments, whose Python may write through it eagerly.
+        self.detached = detached
 
     def __enter__(self) -> Tracer:
         for name in (
@@ -212,6 +220,13 @@ class Tracer:
         """Record ``a[key]`` when it is plain basic indexing (a view of the block, no
         message); anything else (masks, index arrays, mirrored blocks) breaks the graph."""
         planned = block_indexing(a.spec, key)
+        if planned is None and self.detached:
+            planned = block_indexing(a.spec, key, detached=True)
+            if planned is not None:
+                spec, index = planned
+                held = self._block_node(index, a, spec, f"getitem[{stable(key)}]")
+                self.trace.held[held._slot] = selection(a.spec, key, plain_key(key)).owners
+                return held
         if planned is None:
             self.trace.graph_break(f"indexing with {stable(key)} (moves data or reads values)")
         spec, index = planned
@@ -220,7 +235,9 @@ class Tracer:
     def setitem(self, a: StandIn, key: Any, value: Any) -> None:
         """Record ``a[key] = value`` as a write node (:mod:`.writes` plans it), or break:
         the value a constant, or a stand-in moved to the selection's layout first."""
-        func, layout = plan_write(a.spec, key, value, self.records(value), self.trace.graph_break)
+        traced = self.records(value)
+        held = self.trace.held.get(value._slot) if traced else None
+        func, layout = plan_write(a.spec, key, value, traced, held, self.trace.graph_break)
         trace = self.trace
         if isinstance(value, StandIn):
             if layout is not None and value.spec.layout != layout:
@@ -423,5 +440,6 @@ def _kind(x: Any) -> str:
 
 
 def tracing(trace: Trace) -> Tracer:
-    """``with tracing(trace):`` calls on ``trace``'s stand-ins are recorded."""
-    return Tracer(trace)
+    """``with tracing(trace):`` calls on ``trace``'s stand-ins are recorded (a whole trace:
+    ints on sharded dims read as nodes, see ``Tracer.detached``)."""
+    return Tracer(trace, detached=True)

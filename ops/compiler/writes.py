@@ -13,10 +13,11 @@ Recorded: plain basic keys (ints, slices, ``None``, ``...``) into an array
 with no partial terms and no mirrored blocks; a scalar value for any such
 key (each rank writes its part, none sends: ``u[0, :] = 0.0`` included),
 a traced array of the selection's shape for a key that selects a block view
-(moved to the selection's layout first where it is not, as eagerly). Any
-other write is a graph break: a detached selection with an array value
-(``h[0] = h[1]`` on a sharded dim, whose owners copy), broadcasting values,
-masks and index arrays.
+(moved to the selection's layout first where it is not, as eagerly), and
+into a detached selection (an int on a sharded dim) a value read from one
+with the same owners, cut alike (``h[0] = h[1]`` with both rows on one
+rank: its owners copy). Any other write is a graph break: other arrays
+into detached selections, broadcasting values, masks and index arrays.
 """
 
 from __future__ import annotations
@@ -48,11 +49,17 @@ def writer(local: tuple[Any, ...] | None) -> Callable[[Any, Any], Any]:
 
 
 def plan_write(
-    spec: DArraySpec, key: Any, value: Any, traced: bool, graph_break: Callable[[str], Any]
+    spec: DArraySpec,
+    key: Any,
+    value: Any,
+    traced: bool,
+    held: dict[int, int] | None,
+    graph_break: Callable[[str], Any],
 ) -> tuple[Callable[[Any, Any], Any], Layout | None]:
     """How ``a[key] = value`` is recorded for an ``a`` of ``spec``: the write node's function
     and the layout the value must have first (None for a scalar); ``traced`` says whether
-    ``value`` is a stand-in of the trace. Anything else calls ``graph_break``."""
+    ``value`` is a stand-in of the trace, ``held`` the owners of a value read from a
+    detached selection (None for any other). Anything else calls ``graph_break``."""
     hashable = plain_key(key)
     if hashable is None:
         graph_break(f"assignment with the key {stable(key)} (masks, index arrays)")
@@ -65,8 +72,13 @@ def plan_write(
         return writer(plan.local if plan.local is not None or not spec.ndim else NOWHERE), None
     if not traced:
         graph_break(f"assignment of a {type(value).__name__} (not a traced array)")
-    if plan.detached:
-        graph_break("assignment of an array into a detached selection (its owners copy)")
     if value.shape != plan.spec.shape:
         graph_break(f"assignment broadcasting {value.shape} to {plan.spec.shape}")
+    if plan.detached:
+        # h[0] = h[1]: a value read from a selection with the same owners, cut alike, is
+        # copied by its owners from their own block (eager's owner copy; the others
+        # hold identity terms of it and none of the target).
+        if held != plan.owners or value.spec.layout != plan.layout or not plan.live:
+            graph_break("assignment of an array into a detached selection (its owners copy)")
+        return writer(plan.local), None
     return writer(plan.local), plan.layout

@@ -219,21 +219,25 @@ def _plain_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def block_indexing(spec: DArraySpec, key: Any) -> tuple[DArraySpec, Any] | None:
+def block_indexing(
+    spec: DArraySpec, key: Any, detached: bool = False
+) -> tuple[DArraySpec, Any] | None:
     """``a[key]`` for an ``a`` of ``spec`` as (result spec, function of ``a``'s block), when
     ``key`` is plain basic indexing (ints, slices, None, ``...``) that moves no data; None
     otherwise (masks, index arrays, a negative step on a sharded dim), and None for a
     detached view (an int on a sharded dim, a selection of a partial array), which must
-    be made eagerly so that writes through it reach ``a`` (``dmesh.ops.indexing.views``).
-    Sends no message: what ``dmesh.compile`` records. Raises as ``a[key]`` for an
-    out-of-range index."""
+    be made eagerly so that writes through it reach ``a`` (``dmesh.ops.indexing.views``),
+    unless ``detached``: then an int on a sharded dim is read too (its holders' blocks
+    are views of ``a``'s, the other ranks' identity terms), for a caller that refuses
+    writes through the result. Sends no message: what ``dmesh.compile`` records. Raises
+    as ``a[key]`` for an out-of-range index."""
     items = key if type(key) is tuple else (key,)
     if not all(_plain(item) for item in items):
         return None
     plan = plan_index(spec, key)
     if plan.mirrored or spec.mesh.coordinate is None:
         return None
-    if plan.owners or any(p.is_partial() for p in spec.placements):
+    if (plan.owners and not detached) or any(p.is_partial() for p in spec.placements):
         return None
     result = DArraySpec(spec.mesh, plan.layout, spec.dtype)
     local, owners = plan.local, plan.owners
