@@ -83,6 +83,19 @@ def _uneven(mesh: dmesh.DeviceMesh, x: np.ndarray) -> dmesh.DArray:
     return _sharded(mesh, np.concatenate([x[:1], x]))[1:]
 
 
+def _against_eager(
+    compiled: Any, fn: Any, args: tuple[Any, ...], label: str, calls: int = 3
+) -> list[str]:
+    """What differs between ``fn(*args)`` and ``calls`` calls of ``compiled`` (no message)."""
+    want = fn(*args)
+    found = []
+    for call in range(calls):
+        message = _same(compiled(*args), want)
+        if message:
+            found.append(f"{label} call {call}: {message}")
+    return found
+
+
 def chain(x: Any, row: Any, scale: float) -> Any:
     y = np.exp(x * scale) + row - 3 * np.sqrt(np.abs(x))
     return np.maximum(y, 0.1) / (1.0 + np.abs(y))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from mpi4py import MPI
-from test_compile import _data, _same, _sharded, _uneven
+from test_compile import _against_eager, _data, _same, _sharded, _uneven
 
 import dmesh
 from dmesh import Replicate
@@ -102,12 +102,8 @@ def test_writes_between_segments(comm: MPI.Intracomm, mesh: Any) -> None:
         for make in (_sharded, _uneven):
             for rows in (8, 2):
                 x = make(mesh, data[:rows])
-                compiled = dmesh.compile(_writes)
-                want = _writes(x)
-                for call in range(3):
-                    message = _same(compiled(x), want)
-                    if message:
-                        problems.append(f"{make.__name__} {rows} call {call}: {message}")
+                label = f"{make.__name__} {rows}"
+                problems += _against_eager(dmesh.compile(_writes), _writes, (x,), label)
     assert_all(comm, not problems, "\n".join(problems))
 
 
@@ -205,9 +201,5 @@ def test_writes_through_a_detached_row_in_segments(comm: MPI.Intracomm, mesh: An
     for make in (_sharded, _uneven):
         x = make(mesh, _data(mesh, (5, 3), 23))
         compiled = dmesh.compile(_writes_through_a_row)
-        want = _writes_through_a_row(x)
-        for call in range(3):
-            message = _same(compiled(x), want)
-            if message:
-                problems.append(f"{make.__name__} call {call}: {message}")
+        problems += _against_eager(compiled, _writes_through_a_row, (x,), make.__name__)
     assert_all(comm, not problems, "\n".join(problems))

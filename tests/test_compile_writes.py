@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from mpi4py import MPI
-from test_compile import _data, _same, _sharded, _uneven
+from test_compile import _against_eager, _data, _same, _sharded, _uneven
 
 import dmesh
 from dmesh import Replicate, Shard
@@ -209,11 +209,7 @@ def test_writes_that_cannot_be_recorded_break(comm: MPI.Intracomm, mesh: Any) ->
     problems: list[str] = []
     for fn in (detached, broadcast, masked):
         compiled = dmesh.compile(fn)
-        want = fn(x)
-        for call in range(2):
-            message = _same(compiled(x), want)
-            if message:
-                problems.append(f"{fn.__name__} call {call}: {message}")
+        problems += _against_eager(compiled, fn, (x,), fn.__name__, calls=2)
         if (fn is not detached or comm.Get_size() > 1) and not compiled.breaks:
             problems.append(f"{fn.__name__}: no graph break")
     assert_all(comm, not problems, "\n".join(problems))
