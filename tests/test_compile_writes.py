@@ -186,6 +186,32 @@ def test_boundary_copies_trace_whole(comm: MPI.Intracomm, mesh: Any) -> None:
     assert_all(comm, not problems, "\n".join(problems))
 
 
+def _mask_writes(u: Any) -> Any:
+    u = u.copy()
+    u[u > 0] = -0.0  # a scalar where a mask of u's shape is True: each rank its block
+    inner = u[1:-1]
+    inner[(inner < -1.0) | np.isnan(inner)] = 7  # through a view, an int into floats
+    whole = (u > 1.0).redistribute(u.mesh, [Replicate()] * u.mesh.ndim)
+    u[whole] = 5.0  # a mask laid out otherwise: moved to u's layout first
+    return u, u * 2.0
+
+
+def test_scalar_mask_writes_trace_whole(comm: MPI.Intracomm, mesh: Any) -> None:
+    """``Z[birth | survive] = 1`` (Game of Life): a scalar through a boolean mask of the
+    array's shape is a write node on row-sharded and replicated blocks, eager's bits; on
+    blocks sharded on other dims (eager gathers the True positions there) a break."""
+    data = _data(mesh, (8, 5), 15)
+    data[1, 1], data[4, 2], data[6, 0] = np.nan, -np.inf, -3.0
+    problems: list[str] = []
+    with np.errstate(all="ignore"):
+        for label, make in _makers(mesh, data):
+            found = _check(_mask_writes, make, label)
+            if label == "columns":
+                found = [f for f in found if "broke" not in f]
+            problems += found
+    assert_all(comm, not problems, "\n".join(problems))
+
+
 def test_writes_that_cannot_be_recorded_break(comm: MPI.Intracomm, mesh: Any) -> None:
     """An array written into a detached selection (its owners copy), a broadcast value and
     a mask: graph breaks, run eagerly in segments, with eager's bits."""
@@ -202,7 +228,7 @@ def test_writes_that_cannot_be_recorded_break(comm: MPI.Intracomm, mesh: Any) ->
 
     def masked(u: Any) -> Any:
         u = u.copy()
-        u[u > 0] = 0.0
+        u[u > 0] = u[u > 0] * 2.0  # values through a mask: the counts are exchanged
         return u
 
     x = _sharded(mesh, _data(mesh, (6, 4), 13))

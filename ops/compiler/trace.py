@@ -31,7 +31,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.nodes import Node, copy_block, describe, same_block, stable
 from dmesh.ops.compiler.result_dtype import result_dtype
-from dmesh.ops.compiler.writes import plan_write
+from dmesh.ops.compiler.writes import mask_writer, plan_mask_write, plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.indexing.plans import plain_key, selection
@@ -235,19 +235,30 @@ class Tracer:
     def setitem(self, a: StandIn, key: Any, value: Any) -> None:
         """Record ``a[key] = value`` as a write node (:mod:`.writes` plans it), or break:
         the value a constant, or a stand-in moved to the selection's layout first."""
-        traced = self.records(value)
-        held = self.trace.held.get(value._slot) if traced else None
-        func, layout = plan_write(a.spec, key, value, traced, held, self.trace.graph_break)
         trace = self.trace
+        if self.records(key):  # Z[birth | survive] = 1: a boolean mask of a's shape
+            mask = self.move(key, plan_mask_write(a.spec, key.spec, value, trace.graph_break))
+            self._write(a, mask_writer(), (mask._slot, trace.constant(value)),
+                        f"s{a._slot}[s{mask._slot}] = {value!r}")  # fmt: skip
+            return
+        traced = self.records(value)
+        held = trace.held.get(value._slot) if traced else None
+        func, layout = plan_write(a.spec, key, value, traced, held, trace.graph_break)
         if isinstance(value, StandIn):
             if layout is not None and value.spec.layout != layout:
                 value = self.move(value, layout)
             slot, part = value._slot, f"s{value._slot}"
         else:
             slot, part = trace.constant(value), f"{type(value).__name__}:{value!r}"
-        description = f"s{a._slot}[{stable(key)}] = {part} (in place)"
-        trace.nodes.append(Node(func, "setitem", None, (a._slot, slot), (None, None), a._slot,
-                                a.spec, description, writes=True))  # fmt: skip
+        self._write(a, func, (slot,), f"s{a._slot}[{stable(key)}] = {part}")
+
+    def _write(self, a: StandIn, func: Any, operands: tuple[int, ...], what: str) -> None:
+        """A write node: ``func(block of a, *operands)`` writes ``a``'s block in place."""
+        slots = (a._slot, *operands)
+        moves = (None,) * len(slots)
+        node = Node(func, "setitem", None, slots, moves, a._slot, a.spec, f"{what} (in place)",
+                    writes=True)  # fmt: skip
+        self.trace.nodes.append(node)
 
     def copy(self, a: StandIn) -> StandIn:
         """Record ``a.copy()``: a new block of the same values and spec (no message)."""

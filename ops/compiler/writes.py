@@ -33,7 +33,7 @@ from dmesh.ops.compiler.nodes import stable
 from dmesh.ops.indexing.plans import NOWHERE, plain_key, selection
 from dmesh.ops.pipeline import SCALARS
 
-__all__ = ["plan_write", "writer"]
+__all__ = ["mask_writer", "plan_mask_write", "plan_write", "writer"]
 
 
 def writer(local: tuple[Any, ...] | None) -> Callable[[Any, Any], Any]:
@@ -82,3 +82,35 @@ def plan_write(
             graph_break("assignment of an array into a detached selection (its owners copy)")
         return writer(plan.local), None
     return writer(plan.local), plan.layout
+
+
+def mask_writer() -> Callable[[Any, Any, Any], Any]:
+    """A mask write node's function: ``value`` where ``mask`` (this rank's block of it) is
+    True in ``block``, then the block."""
+
+    def write(block: Any, mask: Any, value: Any) -> Any:
+        block[mask] = value
+        return block
+
+    return write
+
+
+def plan_mask_write(
+    spec: DArraySpec, mask: DArraySpec, value: Any, graph_break: Callable[[str], Any]
+) -> Layout:
+    """How ``a[mask] = value`` is recorded for an ``a`` of ``spec`` and a traced boolean
+    ``mask`` of its shape: a scalar written where the mask's block is True, each rank in
+    its own block, as eagerly (``dmesh.ops.indexing.masks.mask_assign``: no message); the
+    layout the mask must have first (``a``'s, moved to it where it is not, as eagerly).
+    Other mask writes (an array of values, whose counts are exchanged; a mask of leading
+    dims; ``a`` sharded on other dims, whose eager path gathers the True positions) call
+    ``graph_break``."""
+    if mask.dtype != np.bool_ or mask.shape != spec.shape:
+        graph_break(f"assignment with a {mask.dtype} mask of shape {mask.shape} (not a's)")
+    if not (isinstance(value, SCALARS) or (isinstance(value, np.ndarray) and value.ndim == 0)):
+        graph_break("assignment of an array through a mask (the counts are exchanged)")
+    placements = spec.layout.placements
+    if any(p.is_partial() or (p.is_shard() and p.dim != 0) for p in placements):  # type: ignore[attr-defined]
+        graph_break("assignment through a mask into an array not sharded on dim 0 alone")
+    np.zeros(1, spec.dtype)[0] = value  # (converted as eager's write: raises alike)
+    return spec.layout
