@@ -551,12 +551,21 @@ def measure(comm: MPI.Intracomm, mesh: Any, program: Program) -> dict[str, Any]:
         "compiled_vs_eager": compiled_s / dmesh_s,
         "compiled_max_error": compiled_error,
         "compiled_breaks": list(compiled.breaks),
+        "compiled_mode": _mode(compiled.describe_plan(*dist, steps)),
         "ok": error <= program.tol
         and compiled_error <= program.tol
         and (pfft is None or pfft.get("ok", True)),
         "mpi4py_fft": pfft,
         "profile": _profile_top(profile) if rank0 else [],
     }
+
+
+def _mode(described: str) -> str:
+    """How a compiled signature runs, from its ``describe_plan``: one plan, in segments,
+    or eagerly (its segments were slower than eager calls)."""
+    if described.startswith("runs eagerly"):
+        return "eager"
+    return "segments" if described.startswith("graph break") else "whole plan"
 
 
 def _laplacian_block(block: np.ndarray) -> np.ndarray:
@@ -618,10 +627,11 @@ def main() -> int:
             print(f"{r['case']:<14} {r['size']:<19} {r['numpy_one_process_s'] * 1e3:>6.1f} ms"
                   f" {r['dmesh_s'] * 1e3:>6.1f} ms {r['ratio']:>6.2f} {r['max_error']:>8.1e}  "
                   f"{'yes' if r['ok'] else 'NO '} {r['compiled_vs_eager']:>8.2f}")  # fmt: skip
-        print("\nWhere each compiled program first breaks the graph (then runs in segments):")
+        print("\nHow each compiled program runs (one plan; in segments from its first graph "
+              "break; or eagerly, where segments were slower) and where it breaks:")  # fmt: skip
         for r in rows:
             breaks = r["compiled_breaks"]
-            print(f"  {r['case']}: {breaks[0] if breaks else 'none'}")
+            print(f"  {r['case']}: {r['compiled_mode']}, {breaks[0] if breaks else 'no break'}")
         for r in rows:
             b = r["mpi4py_fft"]
             if b is None:
