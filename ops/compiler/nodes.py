@@ -11,11 +11,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
+from dmesh.darray import DArray
 from dmesh.ops.pipeline import Step
 
-__all__ = ["Node", "copy_block", "describe", "same_block", "stable"]
+__all__ = ["Node", "copy_block", "describe", "kind_of", "same_block", "stable", "walk"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,25 @@ def same_block(block: Any) -> Any:
 def stable(value: Any) -> str:
     """``repr(value)`` without object addresses (they differ between ranks)."""
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
+def walk(obj: Any) -> list[Any]:
+    """The DArrays in ``obj`` (inside tuples, lists and dict values)."""
+    if isinstance(obj, DArray):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [x for o in obj for x in walk(o)]
+    if isinstance(obj, dict):
+        return [x for o in obj.values() for x in walk(o)]
+    return []
+
+
+def kind_of(x: Any) -> str:
+    """The dtype kind of an operand (a DArray's, a Python scalar's, an array's)."""
+    if isinstance(x, DArray):
+        return str(x.dtype.kind)
+    if isinstance(x, bool):
+        return "b"
+    if isinstance(x, int):
+        return "i"
+    return str(np.asarray(x).dtype.kind)

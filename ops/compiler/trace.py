@@ -29,7 +29,7 @@ from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
-from dmesh.ops.compiler.nodes import Node, copy_block, describe, same_block, stable
+from dmesh.ops.compiler.nodes import Node, copy_block, describe, kind_of, same_block, stable, walk
 from dmesh.ops.compiler.result_dtype import result_dtype
 from dmesh.ops.compiler.writes import mask_writer, plan_mask_write, plan_write
 from dmesh.ops.dispatch import function_label
@@ -152,17 +152,6 @@ class StandIn(DArray):
             recorder.setitem(self, key, value)  # (plain keys: a write node)
             return
         self._break("assignment")
-
-
-def _walk(obj: Any) -> list[Any]:
-    """The DArrays in ``obj`` (inside tuples, lists and dict values)."""
-    if isinstance(obj, DArray):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [x for o in obj for x in _walk(o)]
-    if isinstance(obj, dict):
-        return [x for o in obj.values() for x in _walk(o)]
-    return []
 
 
 class Tracer:
@@ -315,7 +304,7 @@ class Tracer:
         self, ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]
     ) -> Any:
         label = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        if not self._ours(_walk(inputs) + _walk(kw), label):
+        if not self._ours(walk(inputs) + walk(kw), label):
             return self.saved["dispatch_ufunc"](ufunc, method, inputs, kw)
         if method == "__call__":
             if kw:
@@ -339,18 +328,18 @@ class Tracer:
         return self._parsed(ufunc, rule, inputs, kw, label)
 
     def donated(self, ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> Any:
-        if not self._ours(_walk(inputs), f"np.{ufunc.__name__}"):
+        if not self._ours(walk(inputs), f"np.{ufunc.__name__}"):
             return self.saved["dispatch_donated"](ufunc, inputs, donor)
         return self._ufunc_call(ufunc, inputs)
 
     def operator(self, ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
-        if not self._ours(_walk(inputs), f"np.{ufunc.__name__}"):
+        if not self._ours(walk(inputs), f"np.{ufunc.__name__}"):
             return self.saved["dispatch_operator"](ufunc, inputs)
         return self._ufunc_call(ufunc, inputs)
 
     def function(self, func: Any, types: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         label = function_label(func)
-        if not self._ours(_walk(args) + _walk(kw), label):
+        if not self._ours(walk(args) + walk(kw), label):
             return self.saved["dispatch_function"](func, types, args, kw)
         # As the eager dispatch (ops/dispatch.py), in its order; the forms,
         # decompositions and NumPy's own implementations are written in NumPy
@@ -375,7 +364,7 @@ class Tracer:
 
     def _ufunc_call(self, ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
         label = f"np.{ufunc.__name__}"
-        if ufunc is np.power and any(_kind(x) in "biu" for x in inputs):
+        if ufunc is np.power and any(kind_of(x) in "biu" for x in inputs):
             self.trace.graph_break("np.power of integers (its error check reads values)")
         rule = rule_for(ufunc)
         if rule is None:
@@ -438,16 +427,6 @@ class Tracer:
             Node(func, label, step, tuple(slots), moves, result._slot, spec, description)
         )
         return result
-
-
-def _kind(x: Any) -> str:
-    if isinstance(x, DArray):
-        return str(x.dtype.kind)
-    if isinstance(x, bool):
-        return "b"
-    if isinstance(x, int):
-        return "i"
-    return str(np.asarray(x).dtype.kind)
 
 
 def tracing(trace: Trace) -> Tracer:
