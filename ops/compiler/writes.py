@@ -30,6 +30,7 @@ import numpy as np
 from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.ops.compiler.nodes import stable
+from dmesh.ops.indexing.masks import rows_only
 from dmesh.ops.indexing.plans import NOWHERE, plain_key, selection
 from dmesh.ops.pipeline import SCALARS
 
@@ -67,8 +68,7 @@ def plan_write(
     if plan.mirrored or plan.partial:
         graph_break("assignment into partial terms or mirrored blocks")
     if isinstance(value, SCALARS) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        # Converted as eager's write converts it (a bad value raises here, as eagerly).
-        np.zeros(1, spec.dtype)[0] = value
+        _converted(spec.dtype, value)
         return writer(plan.local if plan.local is not None or not spec.ndim else NOWHERE), None
     if not traced:
         graph_break(f"assignment of a {type(value).__name__} (not a traced array)")
@@ -109,8 +109,13 @@ def plan_mask_write(
         graph_break(f"assignment with a {mask.dtype} mask of shape {mask.shape} (not a's)")
     if not (isinstance(value, SCALARS) or (isinstance(value, np.ndarray) and value.ndim == 0)):
         graph_break("assignment of an array through a mask (the counts are exchanged)")
-    placements = spec.layout.placements
-    if any(p.is_partial() or (p.is_shard() and p.dim != 0) for p in placements):  # type: ignore[attr-defined]
+    if not rows_only(spec.layout.placements):
         graph_break("assignment through a mask into an array not sharded on dim 0 alone")
-    np.zeros(1, spec.dtype)[0] = value  # (converted as eager's write: raises alike)
+    _converted(spec.dtype, value)
     return spec.layout
+
+
+def _converted(dtype: np.dtype, value: Any) -> None:
+    """Convert ``value`` to ``dtype`` as eager's write does, so a bad one raises while
+    tracing, as it would eagerly (NumPy's own error)."""
+    np.zeros(1, dtype)[0] = value

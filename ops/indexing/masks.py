@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,7 +43,7 @@ from dmesh.ops.registry import decompose
 
 __all__ = [
     "argwhere", "expand_masks", "flatnonzero", "has_mask", "leading_mask", "mask_assign",
-    "mask_select", "row_layout", "row_selection",
+    "mask_select", "row_layout", "row_selection", "rows_only",
 ]  # fmt: skip
 
 
@@ -104,11 +105,16 @@ def expand_masks(a: DArray, key: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def rows_only(placements: Sequence[Placement]) -> bool:
+    """Whether ``placements`` shard dim 0 alone and hold no partial terms (each block is
+    then whole rows, contiguous in C order: a mask's block selects from it in place)."""
+    return all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
+
+
 def row_layout(a: DArray) -> DArray:
     """``a`` with only dim 0 sharded (so each block is contiguous in C order), partials reduced."""
     placements = list(a.placements)
-    fits = all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
-    if fits:
+    if rows_only(placements):
         return a
     # The mesh dims that shard any dim shard dim 0 instead (an all-to-all, never
     # a gather: replicating a sharded mesh dim would bring its blocks to every rank).
