@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from dmesh import _callers, _hooks, context
+from dmesh import _call_keys, _callers, _hooks, context
+from dmesh._call_keys import binary_key, operand_key
 from dmesh.core.scalars import KEY_SCALARS, power_ufunc
 
 __all__ = [
@@ -154,7 +155,7 @@ def _called_by_operator(instructions: frozenset[tuple[int, int]]) -> bool:
 
 def _donor_ok(x: Any) -> bool:
     """Whether the temporary DArray ``x``'s block may become the result buffer."""
-    if type(x) is not _hooks.darray_type or x._local.nbytes < ELIDE_BYTES:
+    if type(x) is not _call_keys.darray_type or x._local.nbytes < ELIDE_BYTES:
         # A subclass may compute or refuse its block (dmesh.compile's stand-ins:
         # reading theirs breaks the graph); a small block is not worth the check.
         return False
@@ -185,28 +186,6 @@ def _block_refs() -> int:
 
 
 _BLOCK_REFS = _block_refs()
-
-
-def binary_key(ufunc: np.ufunc, x: Any, y: Any) -> tuple[Any, Any, Any]:
-    """The step cache's key of ``ufunc(x, y)`` as the hot paths look it up (the operators
-    here, ``dmesh.ops.dispatch.call_ufunc``): a DArray by its spec, a 0-d array by its
-    dtype, anything else by its type (``dmesh.ops.pipeline.cache_key`` stores steps under
-    the same key; a type it never stores under, a stand-in's, finds none)."""
-    darray = _hooks.darray_type
-    first, second = type(x), type(y)
-    return (
-        ufunc,
-        x._spec
-        if first is darray
-        else (first, x.dtype)
-        if first is np.ndarray and not x.ndim
-        else first,
-        y._spec
-        if second is darray
-        else (second, y.dtype)
-        if second is np.ndarray and not y.ndim
-        else second,
-    )
 
 
 def fused_call(ufunc: np.ufunc, x: Any, y: Any) -> Any:
@@ -271,16 +250,17 @@ def binary_method(ufunc: np.ufunc, plain: Callable[[Any, Any], Any]) -> Callable
         steps = _hooks.operator_steps
         if direct and steps is not None and _hooks.recorder is None:
             # fused_call inline (the hottest call of array programs: a * b, a * 2.0)
-            darray, kind = _hooks.darray_type, type(other)
+            # (binary_key inline: a DArray's key is its spec, a scalar's its type)
+            darray, kind = _call_keys.darray_type, type(other)
             if type(self) is darray:
                 step = steps.get((
                     ufunc,
                     self._spec,
                     other._spec
                     if kind is darray
-                    else (kind, other.dtype)
-                    if kind is np.ndarray and not other.ndim
-                    else kind,
+                    else kind
+                    if kind in KEY_SCALARS
+                    else operand_key(other),
                 ))  # fmt: skip
                 if step is not None and step.fast is not None:
                     return step.fast(ufunc, self, other)
@@ -320,15 +300,15 @@ def reflected_method(
         steps = _hooks.operator_steps
         if direct and steps is not None and _hooks.recorder is None:
             # fused_call inline
-            darray, kind = _hooks.darray_type, type(other)
+            darray, kind = _call_keys.darray_type, type(other)
             if type(self) is darray:
                 step = steps.get((
                     ufunc,
                     other._spec
                     if kind is darray
-                    else (kind, other.dtype)
-                    if kind is np.ndarray and not other.ndim
-                    else kind,
+                    else kind
+                    if kind in KEY_SCALARS
+                    else operand_key(other),
                     self._spec,
                 ))  # fmt: skip
                 if step is not None and step.fast is not None:

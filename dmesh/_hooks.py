@@ -30,9 +30,6 @@ in_place_view: Callable[[Any, Any, Any], Any] | None = None
 # DArray's operators read a cached plain call's fused closure from it directly,
 # as ``dispatch_operator`` would (``dmesh.ops.pipeline.steps``); installed by ops.dispatch.
 operator_steps: dict[Any, Any] | None = None
-# The DArray class itself (not a subclass, such as dmesh.compile's stand-ins):
-# the operators' direct path above is for its instances; set by dmesh.darray.
-darray_type: Any = None
 # (array, key) -> DArray; installed by dmesh.ops.indexing (``a[key]``).
 getitem: Callable[[Any, Any], Any] | None = None
 # (array, key, value) -> None; installed by dmesh.ops.indexing (``a[key] = value``).

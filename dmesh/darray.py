@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from dmesh import _elision, _hooks
+from dmesh import _call_keys, _elision, _hooks
 from dmesh.collectives import tracing
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
@@ -432,4 +432,4 @@ class DArray(ArrayMethods, ArrayAPIObject, Operators):
         return self.copy()
 
 
-_hooks.darray_type = DArray  # (the operators' direct path is for DArray itself)
+_call_keys.darray_type = DArray  # (keys and the operators' direct path are for DArray itself)

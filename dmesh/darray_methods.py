@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dmesh import _hooks
+from dmesh import _call_keys, _hooks
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate
@@ -238,7 +238,7 @@ class ArrayMethods:
             source = self.reduce_partials()  # type: ignore[attr-defined]
         # A new DArray, not type(self): a compiled call's stand-ins (dmesh.compile's lazy
         # arrays) are subclasses made another way, and the cast's result is a plain block.
-        darray = _hooks.darray_type
+        darray = _call_keys.darray_type
         return darray(source._local.astype(dtype), source._spec.with_dtype(dtype))  # type: ignore[no-any-return]
 
     # -- in place ------------------------------------------------------------------------

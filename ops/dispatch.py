@@ -18,16 +18,15 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
-from dmesh._elision import binary_key
+from dmesh._call_keys import argument_key, binary_key, call_key, parsed_key
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import shorts
-from dmesh.core.scalars import KEY_SCALARS
 from dmesh.darray import DArray
 from dmesh.ops.indexing.views import VIEW_FUNCTIONS, function_of_view
 from dmesh.ops.integer_power import check_integer_power
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
-from dmesh.ops.pipeline import cache_key, lookup, perform, prepare, remember, steps
+from dmesh.ops.pipeline import lookup, perform, prepare, remember, steps
 from dmesh.ops.registry import (
     Rule,
     decomposition_for,
@@ -39,7 +38,6 @@ from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
 from dmesh.ops.static_calls import lookup as static_lookup
 from dmesh.ops.static_calls import remember as static_remember
-from dmesh.ops.static_calls import static_key
 from dmesh.ops.ufunc_keywords import in_place_view, into, masked
 
 __all__ = [
@@ -108,18 +106,15 @@ def call_ufunc(
             mesh = x._spec.mesh if isinstance(x, DArray) else y._spec.mesh  # (a subclass too)
         elif len(inputs) == 1:  # np.sqrt(a): the one operand is the DArray
             (x,) = inputs
-            key = (ufunc, x._spec if type(x) is DArray else type(x))
+            key = (ufunc, x._spec if type(x) is DArray else None)  # (call_key inline)
             mesh = x._spec.mesh
             step = steps.get(key)
             if step is not None and step.fast is not None:
                 return step.fast(ufunc, x)  # type: ignore[no-any-return]
         else:
-            key = (ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs])
+            found = call_key(ufunc, inputs, {})
             mesh = _mesh_of(inputs)
-            step = steps.get(key)
-            if step is None and np.ndarray in map(type, inputs):  # (a 0-d array: by dtype)
-                full = cache_key(ufunc, inputs, {})
-                step = None if full is None else steps.get(full)
+            step = None if found is None else steps.get(found)
         if step is not None:
             return perform(ufunc, step, inputs, mesh)
     rule = rule_for(ufunc)
@@ -138,7 +133,7 @@ def call_ufunc(
     static = tuple(sorted((k, repr(v)) for k, v in kwargs.items())) if kwargs else ()
     operands, mesh, step = prepare(rule, inputs, static, ufunc.__name__)
     result = perform(ufunc, step, operands, mesh, kwargs)
-    remembered = None if kwargs else cache_key(ufunc, inputs, {})
+    remembered = None if kwargs else call_key(ufunc, inputs, {})
     if remembered is not None:
         remember(remembered, step)
     return result
@@ -175,7 +170,8 @@ def dispatch_donated(ufunc: np.ufunc, inputs: tuple[Any, ...], donor: int) -> An
     """
     if ufunc is np.power:
         check_integer_power("__call__", inputs, {})
-    step = lookup((ufunc, *[x._spec if type(x) is DArray else type(x) for x in inputs]))
+    key = call_key(ufunc, inputs, {})
+    step = None if key is None else lookup(key)
     if step is None:  # the first call decides (and is remembered), without donating
         return call_ufunc(ufunc, inputs)
     return perform(ufunc, step, inputs, _mesh_of(inputs), donor=donor)
@@ -202,7 +198,7 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         # Written in NumPy calls on DArrays (np.var, a.reshape): no step of its own to
         # look up (a callable has one implementation), so no key to build.
         return impl(*args, **kwargs)
-    key = cache_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
+    key = call_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
     by_value = None
     if key is not None:
         step = lookup(key)
@@ -211,7 +207,7 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
                 return step.fast(func, args[0])  # keywords are in the step, as parsed)
             return perform(func, step, args, args[0]._spec.mesh)
     elif args and "out" not in kwargs:  # (an out= DArray keys no call)
-        by_value = static_key(func, args, kwargs)
+        by_value = argument_key(func, args, kwargs)
         found = None if by_value is None else static_lookup(by_value)
         if found is not None:  # np.sum(a, 0), np.einsum("i,i->", a, b) seen before
             step, positions = found
@@ -263,17 +259,17 @@ def _call_parsed(
     parsed, static = rule.parse(args, kwargs)  # type: ignore[misc]  # callers check parse
     # The parsed operands and static arguments key the step too (np.concatenate's
     # list, np.stack's): what prepare decides follows from their specs alone.
-    parsed_key = _parsed_key(registered, parsed, static)
-    step = None if parsed_key is None else steps.get(parsed_key)
+    by_parse = parsed_key(registered, parsed, static)
+    step = None if by_parse is None else steps.get(by_parse)
     if step is not None:  # (another call with the same parse: np.sum(a) after a.sum())
         operands = parsed
         mesh = next(x for x in parsed if type(x) is DArray)._spec.mesh
     else:
         operands, mesh, step = prepare(rule, parsed, static, name)
-        if parsed_key is not None:
-            remember(parsed_key, step)
+        if by_parse is not None:
+            remember(by_parse, step)
     if (
-        parsed_key is not None
+        by_parse is not None
         and by_value is not None
         and all(x is y for x, y in zip(operands, parsed))
     ):
@@ -282,36 +278,10 @@ def _call_parsed(
     same = len(operands) == len(args) and all(x is y for x, y in zip(operands, args))
     if same and args and all(type(x) is DArray for x in args):
         # Under this call's own key too, so that its next call skips the parse.
-        key = key or cache_key(registered, args, kwargs)
+        key = key or call_key(registered, args, kwargs)
         if key is not None:
             remember(key, step)
     return result
-
-
-_PARSED = "parsed"  # marks the step keys of parsed operands (no callable is a str)
-
-
-def _parsed_key(registered: Any, parsed: Any, static: Any) -> tuple[Any, ...] | None:
-    """The step key of a parsed call: its operands' specs (or scalar types) and its static
-    arguments; None when an operand is anything else or nothing is a DArray."""
-    key: list[Any] = [registered, _PARSED, static]
-    darray = False
-    for x in parsed:
-        kind = type(x)
-        if kind is DArray:
-            key.append(x._spec)
-            darray = True
-        elif kind in KEY_SCALARS:
-            key.append(kind)
-        else:
-            return None
-    if not darray:
-        return None
-    try:
-        hash(static)
-    except TypeError:
-        return None
-    return tuple(key)
 
 
 def _mesh_of(inputs: tuple[Any, ...]) -> Any:

@@ -42,7 +42,7 @@ from dmesh.ops.propagation import Decision, decide
 from dmesh.ops.registry import Call, Rule
 
 __all__ = [
-    "SCALARS", "Step", "align", "cache_key", "lookup", "perform", "prepare", "remember",
+    "SCALARS", "Step", "align", "lookup", "perform", "prepare", "remember",
     "steps", "wrap",
 ]  # fmt: skip
 
@@ -71,7 +71,8 @@ class Step(NamedTuple):
     views: tuple[tuple[slice, ...] | None, ...] | None = None
 
 
-# The one cache: (callable, *operand specs or scalar types[, keywords]) -> Step.
+# The one cache: a call's key (dmesh._call_keys: the callable, its operands'
+# specs or scalar types, its keywords by value) -> Step.
 # Hot paths read it as ``steps.get(key)`` (one call less than lookup()).
 steps: dict[tuple[Any, ...], Step] = {}
 _cache = steps
@@ -88,40 +89,6 @@ def remember(key: tuple[Any, ...], step: Step) -> None:
     if len(_cache) >= CACHE_LIMIT:  # bounded: it holds specs, and through them meshes
         _cache.clear()
     _cache[key] = step
-
-
-def cache_key(func: Any, operands: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The cache key of ``func(*operands, **kwargs)``, or None when it cannot be cached.
-
-    Cacheable: DArrays, Python and NumPy scalars and numeric 0-d arrays as
-    operands (a scalar enters by its type, a 0-d array by its dtype: the
-    decision does not depend on their values), and keywords whose
-    values are None, bools, ints, strings or tuples of ints (``axis=``,
-    ``keepdims=``), entered with their types so that ``axis=True`` and
-    ``axis=1`` stay apart.
-    """
-    key: list[Any] = [func]
-    for x in operands:
-        kind = type(x)
-        if kind is DArray:
-            key.append(x._spec)
-        elif kind in KEY_SCALARS:  # (its type is its dtype: dmesh.core.scalars)
-            key.append(kind)
-        elif kind is np.ndarray and KIND_TYPED and x.ndim == 0 and x.dtype.kind in "biufc":
-            # A 0-d array by its dtype: from NumPy 2 on its value plays no part in
-            # the result dtype (NEP 50), and it broadcasts against every shape.
-            key.append((np.ndarray, x.dtype))
-        else:
-            return None
-    for name, value in kwargs.items():
-        kind = type(value)
-        if kind is tuple:
-            if not all(type(v) is int for v in value):
-                return None
-        elif value is not None and kind not in (bool, int, str):
-            return None
-        key.append((name, value, kind))
-    return tuple(key)
 
 
 def prepare(

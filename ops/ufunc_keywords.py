@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._call_keys import call_key, out_key
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import (
     ArgumentError,
@@ -30,7 +31,6 @@ from dmesh.ops.pipeline import (
     SCALARS,
     Step,
     align,
-    cache_key,
     check_operands,
     replicate_arrays,
     steps,
@@ -59,7 +59,7 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
         if (
             type(target) is DArray
             and target._view is None
-            and _direct_key(ufunc, target, inputs) in _direct
+            and out_key(ufunc, target, inputs) in _direct
             and _hooks.before_block_access is None
             and _hooks.recorder is None
         ):
@@ -85,7 +85,7 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
     if not kwargs and target._view is None and ufunc.signature is None:
         # A cached call whose result is laid out like out (a += b, np.add(a, b, out=o)):
         # computed straight into out's block, no temporary and no copy.
-        key = cache_key(ufunc, inputs, {})  # the step cache's own key builder
+        key = call_key(ufunc, inputs, {})
         step = None if key is None else steps.get(key)
         if step is not None:  # (a plain ufunc step, its result laid out as out: or None)
             step = _laid_out_as(step, inputs, target._spec) if step.run is None else None
@@ -102,12 +102,11 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
             ):  # u[1:-1] += u[2:]: shifted operands computed in pieces, straight into out
                 return target
             ufunc(*align(inputs, step.decision), out=block)
-            if not step.decision.any_move and all(
-                type(x) is DArray or type(x) in KEY_SCALARS for x in (target, *inputs)
-            ):  # (keyed as the fast path above reads it)
+            direct = out_key(ufunc, target, inputs)
+            if not step.decision.any_move and all(k is not None for k in direct):
                 if len(_direct) >= 1024:
                     _direct.clear()
-                _direct[_direct_key(ufunc, target, inputs)] = None
+                _direct[direct] = None
             return target
     casting = kwargs.get("casting", "same_kind")
     if not any(isinstance(x, DArray) for x in inputs):
@@ -134,19 +133,6 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
 # (ufunc, out's spec, operand specs or scalar types) of the out= calls that move
 # nothing and compute straight into out's block (a set: the key says it all).
 _direct: dict[tuple[Any, ...], None] = {}
-
-
-def _direct_key(ufunc: np.ufunc, target: DArray, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The key of ``ufunc(*inputs, out=target)`` in ``_direct``."""
-    if len(inputs) == 2:  # (the common form, without building a list)
-        x, y = inputs
-        return (
-            ufunc,
-            target._spec,
-            x._spec if type(x) is DArray else type(x),
-            y._spec if type(y) is DArray else type(y),
-        )
-    return (ufunc, target._spec, *[x._spec if type(x) is DArray else type(x) for x in inputs])
 
 
 # (id(step), out's spec) -> (step, the step computing into out's layout, or None).

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._call_keys import argument_key
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.collectives.reduce_ops import canonical_nan
@@ -32,7 +33,6 @@ from dmesh.ops.indexing.views import assign_result, write_out
 from dmesh.ops.pipeline import perform
 from dmesh.ops.registry import keyword_form, special_form
 from dmesh.ops.static_calls import lookup as static_lookup
-from dmesh.ops.static_calls import static_key
 from dmesh.scalar_routes import LOCAL, direct_route
 
 _FUNCS = (np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean)
@@ -127,7 +127,7 @@ def _into(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     ):
         return NotImplemented
     rest = {k: v for k, v in kwargs.items() if k != "out"}
-    called = static_key(func, args, rest)
+    called = argument_key(func, args, rest)
     if called is None:
         return NotImplemented
     key = (called, out._spec)
