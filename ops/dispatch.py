@@ -27,13 +27,7 @@ from dmesh.ops.indexing.views import VIEW_FUNCTIONS, function_of_view
 from dmesh.ops.integer_power import check_integer_power
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import lookup, perform, prepare, remember, steps
-from dmesh.ops.registry import (
-    Rule,
-    decomposition_for,
-    keyword_form_for,
-    rule_for,
-    special_form_for,
-)
+from dmesh.ops.registry import NOTHING, Rule, implementations, run_forms
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 from dmesh.ops.rules.reductions import UFUNC_REDUCE
 from dmesh.ops.static_calls import lookup as static_lookup
@@ -61,23 +55,20 @@ def dispatch_ufunc(
             return into(call_ufunc, ufunc, inputs, dict(kwargs))
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and kwargs.keys() & {"where", "out", "initial"}:
-        family = UFUNC_REDUCE.get(ufunc)
-        form = None if family is None else keyword_form_for(family, kwargs)
-        if form is not None:
+        family = UFUNC_REDUCE.get(ufunc)  # np.add.reduce(a, 0, out=o) is np.sum(a, 0, out=o)
+        if family is not None and implementations(family).takes_keywords(kwargs):
             kwargs = dict(kwargs)
             if isinstance(kwargs.get("out"), tuple):
                 kwargs["out"] = kwargs["out"][0]
             axis = inputs[1] if len(inputs) > 1 else kwargs.pop("axis", 0)
-            return form(family, inputs[0], axis=axis, **kwargs)
-    special = special_form_for((ufunc, method))
-    if special is not None:  # complex maximum.reduce
-        result = special(*inputs, **kwargs)
-        if result is not NotImplemented:
-            return result
-    impl = decomposition_for((ufunc, method))
-    if impl is not None:  # ufunc.accumulate
-        return impl(*inputs, **kwargs)
-    rule = rule_for((ufunc, method))
+            return run_forms(
+                implementations(family), family, (inputs[0],), {"axis": axis, **kwargs}
+            )
+    entry = implementations((ufunc, method))
+    result = run_forms(entry, (ufunc, method), inputs, kwargs)
+    if result is not NotImplemented:  # ufunc.accumulate, complex maximum.reduce
+        return result
+    rule = entry.rule
     if rule is None or rule.parse is None:
         raise UnsupportedError(
             f"np.{ufunc.__name__}.{method} on DArrays is not supported yet; gather with "
@@ -117,11 +108,13 @@ def call_ufunc(
             step = None if found is None else steps.get(found)
         if step is not None:
             return perform(ufunc, step, inputs, mesh)
-    rule = rule_for(ufunc)
+    entry = implementations(ufunc)
+    if entry is not NOTHING:
+        result = run_forms(entry, ufunc, inputs, kwargs or {})
+        if result is not NotImplemented:  # two outputs: np.divmod, np.frexp
+            return result  # type: ignore[no-any-return]
+    rule = entry.rule
     if rule is None:
-        impl = decomposition_for((ufunc, "__call__"))  # two outputs: np.divmod, np.frexp
-        if impl is not None:
-            return impl(*inputs, **(kwargs or {}))  # type: ignore[no-any-return]
         rule = _any_elementwise(ufunc)
     if rule is None:
         raise UnsupportedError(
@@ -193,11 +186,11 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
         step = steps.get((func, args[0]._spec, args[1]._spec, args[2]._spec))
         if step is not None:
             return perform(func, step, args, args[0]._spec.mesh)
-    impl = decomposition_for(func)
-    if impl is not None and not (kwargs and keyword_form_for(func, kwargs) is not None):
+    entry = implementations(func)
+    if entry.decomposition is not None:
         # Written in NumPy calls on DArrays (np.var, a.reshape): no step of its own to
         # look up (a callable has one implementation), so no key to build.
-        return impl(*args, **kwargs)
+        return run_forms(entry, func, args, kwargs)
     key = call_key(func, args, kwargs) if all(type(x) is DArray for x in args) else None
     by_value = None
     if key is not None:
@@ -216,16 +209,12 @@ def dispatch_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict
             operands = [args[i] for i in positions]
             mesh = next(x for x in operands if type(x) is DArray)._spec.mesh
             return perform(func, step, operands, mesh)
-    if kwargs:
-        form = keyword_form_for(func, kwargs)
-        if form is not None:  # keywords the rule does not take (a reduction's where=)
-            return form(func, *args, **kwargs)
-    special = special_form_for(func)
-    if special is not None:  # a call its rule does not take (np.where(c) alone)
-        result = special(*args, **kwargs)
-        if result is not NotImplemented:
-            return result
-    rule = rule_for(func)
+    # Keywords the rule does not take (a reduction's where=), a call it does not take
+    # (np.where(c) alone): the forms, in the one order (ops.registry.Implementations).
+    result = run_forms(entry, func, args, kwargs)
+    if result is not NotImplemented:
+        return result
+    rule = entry.rule
     if rule is None and implementation_of(func) is not None:
         return run_implementation(func, args, kwargs)  # NumPy's code, DArrays flowing through
     if rule is None or rule.parse is None:

@@ -10,13 +10,17 @@ combination and picks the cheapest (DTensor's single-mesh-dim strategies).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dmesh.collectives.errors import ArgumentError
 from dmesh.core.placement import Placement
 
-__all__ = ["Call", "Row", "Rule", "partial_survives", "register", "rule_for"]
+__all__ = [
+    "NOTHING", "Call", "Implementations", "Row", "Rule", "decompose", "decompositions",
+    "implementations", "keyword_form", "partial_survives", "register", "registered", "rule_for",
+    "run_forms", "special_form",
+]  # fmt: skip
 
 Row = tuple[Placement, ...]  # (output, *inputs) on one mesh dimension
 
@@ -93,7 +97,104 @@ class Rule:
     specialize: Callable[[Call], Run] | None = None
 
 
-_rules: dict[Any, Rule] = {}
+@dataclass(frozen=True)
+class Implementations:
+    """Everything registered for one callable (a NumPy function, a ufunc, or
+    ``(ufunc, method)`` for a ufunc method), and the one order every door tries it in.
+
+    1. ``keyword_form``, when the call passes one of ``keywords`` (a reduction's
+       ``where=``, ``out=``, ``initial=``): the call rewritten in calls that have
+       rules (:func:`keyword_form`);
+    2. ``decomposition``: the callable written in NumPy calls on DArrays (``np.var``
+       is a mean, a subtraction, a square and a mean: :func:`decompose`); it
+       replaces a rule, so a callable has one or the other;
+    3. ``special_form``: a call the rule does not take (``np.where(c)`` alone), which
+       returns ``NotImplemented`` for the calls the rule takes (:func:`special_form`);
+       never beside a decomposition, which takes every call;
+    4. ``rule``: the sharding rule (:func:`register`), run by the pipeline (eagerly)
+       or recorded (``dmesh.compile``).
+
+    A NumPy function with none of these runs NumPy's own implementation on its
+    DArrays where it has one (``dmesh.ops.numpy_implementations``). Steps 1-3
+    are :func:`run_forms`; every door (``dmesh.ops.dispatch`` and the tracer of
+    ``dmesh.ops.compiler``) calls it, then takes the rule.
+    """
+
+    rule: Rule | None = None
+    decomposition: Callable[..., Any] | None = None
+    special_form: Callable[..., Any] | None = None
+    keyword_form: Callable[..., Any] | None = None
+    keywords: frozenset[str] = frozenset()
+
+    def takes_keywords(self, kwargs: dict[str, Any]) -> bool:
+        """Whether the keyword form takes a call passing ``kwargs``."""
+        return self.keyword_form is not None and not self.keywords.isdisjoint(kwargs)
+
+
+NOTHING = Implementations()
+
+# The one registry: callable -> what is registered for it.
+_entries: dict[Any, Implementations] = {}
+
+
+def implementations(func: Any) -> Implementations:
+    """What is registered for ``func`` (:data:`NOTHING` when nothing is)."""
+    return _entries.get(func, NOTHING)
+
+
+def rule_for(func: Any) -> Rule | None:
+    """The rule registered for ``func``, or None."""
+    return _entries.get(func, NOTHING).rule
+
+
+def registered() -> dict[Any, Rule]:
+    """Every callable with a rule, and its rule (for the consistency tests)."""
+    return {f: e.rule for f, e in _entries.items() if e.rule is not None}
+
+
+def decompositions() -> dict[Any, Callable[..., Any]]:
+    """Every callable with a decomposition, and the decomposition."""
+    return {f: e.decomposition for f, e in _entries.items() if e.decomposition is not None}
+
+
+def run_forms(
+    entry: Implementations, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``func(*args, **kwargs)`` by the first of steps 1-3 of :class:`Implementations`
+    that takes it, or ``NotImplemented`` where none does (the rule's turn)."""
+    if kwargs and entry.takes_keywords(kwargs):
+        return entry.keyword_form(func, *args, **kwargs)  # type: ignore[misc]
+    if entry.decomposition is not None:
+        return entry.decomposition(*args, **kwargs)
+    if entry.special_form is not None:
+        return entry.special_form(*args, **kwargs)  # (NotImplemented: the rule's call)
+    return NotImplemented
+
+
+def _name(func: Any) -> str:
+    if isinstance(func, tuple):
+        return ".".join(getattr(f, "__name__", str(f)) for f in func)
+    return str(getattr(func, "__name__", func))
+
+
+def _add(func: Any, how: str, **fields: Any) -> None:
+    """Register ``fields`` for ``func``; an implementation that another would shadow (or
+    that would shadow one) is an ``ArgumentError`` naming both."""
+    entry = _entries.get(func, NOTHING)
+    taken = {
+        "rule": ("rule", "decomposition"),
+        "decomposition": ("rule", "decomposition", "special_form"),
+        "special_form": ("special_form", "decomposition"),
+        "keyword_form": ("keyword_form",),
+    }[how]
+    for other in taken:
+        if getattr(entry, other) is not None:
+            raise ArgumentError(
+                f"{how}: {_name(func)!r} already has a {other.replace('_', ' ')}; a callable "
+                "gets one rule or one decomposition (a special form only beside a rule, one "
+                "keyword form): the dispatcher would never reach one of them"
+            )
+    _entries[func] = replace(entry, **fields)
 
 
 def register(
@@ -105,7 +206,8 @@ def register(
     dim_map: DimMap = broadcast_dims,
     specialize: Callable[[Call], Run] | None = None,
 ) -> Callable[[Callable[[Call], Sequence[Row]]], Callable[[Call], Sequence[Row]]]:
-    """Register ``rows`` as the strategy of every callable in ``funcs``; twice is an error.
+    """Register ``rows`` as the strategy of every callable in ``funcs``; twice is an error,
+    and so is a rule for a callable with a decomposition.
 
     A key may also be ``(ufunc, "reduce")`` for a ufunc method.
     """
@@ -113,33 +215,10 @@ def register(
     def decorate(rows: Callable[[Call], Sequence[Row]]) -> Callable[[Call], Sequence[Row]]:
         rule = Rule(name, rows, out_shape, parse, run, dim_map, specialize)
         for func in funcs:
-            if func in _rules:
-                raise ArgumentError(
-                    f"register: {getattr(func, '__name__', func)!r} already has the rule "
-                    f"{_rules[func].name!r}; a callable gets one rule"
-                )
-            if func in _decompositions:  # (the dispatcher would never reach the rule)
-                raise ArgumentError(
-                    f"register: {getattr(func, '__name__', func)!r} already has a "
-                    "decomposition; a callable gets one implementation"
-                )
-            _rules[func] = rule
+            _add(func, "rule", rule=rule)
         return rows
 
     return decorate
-
-
-def rule_for(func: Any) -> Rule | None:
-    """The rule registered for ``func``, or None."""
-    return _rules.get(func)
-
-
-def registered() -> dict[Any, Rule]:
-    """Every registered callable and its rule (for the consistency tests)."""
-    return dict(_rules)
-
-
-_decompositions: dict[Any, Callable[..., Any]] = {}
 
 
 def decompose(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -147,27 +226,16 @@ def decompose(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
     ``impl`` is written with NumPy calls on its DArray arguments, so it runs as
     a sequence of ops that have rules (``var`` is a mean, a subtraction, a
-    square and a mean). Registering a callable twice is an error.
+    square and a mean). A callable with a rule, a special form or a
+    decomposition already is an error.
     """
 
     def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
         for func in funcs:
-            if func in _decompositions or func in _rules:
-                raise ArgumentError(
-                    f"decompose: {getattr(func, '__name__', func)!r} already has a rule"
-                )
-            _decompositions[func] = impl
+            _add(func, "decomposition", decomposition=impl)
         return impl
 
     return decorate
-
-
-def decomposition_for(func: Any) -> Callable[..., Any] | None:
-    """The decomposition registered for ``func``, or None."""
-    return _decompositions.get(func)
-
-
-_keyword_forms: dict[Any, tuple[frozenset[str], Callable[..., Any]]] = {}
 
 
 def keyword_form(
@@ -182,25 +250,10 @@ def keyword_form(
 
     def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
         for func in funcs:
-            if func in _keyword_forms:
-                raise ArgumentError(
-                    f"keyword_form: {getattr(func, '__name__', func)!r} already has one"
-                )
-            _keyword_forms[func] = (frozenset(keywords), impl)
+            _add(func, "keyword_form", keyword_form=impl, keywords=frozenset(keywords))
         return impl
 
     return decorate
-
-
-def keyword_form_for(func: Any, kwargs: dict[str, Any]) -> Callable[..., Any] | None:
-    """The keyword form of ``func`` when ``kwargs`` holds one of its keywords, else None."""
-    entry = _keyword_forms.get(func)
-    if entry is None or entry[0].isdisjoint(kwargs):
-        return None
-    return entry[1]
-
-
-_special_forms: dict[Any, Callable[..., Any]] = {}
 
 
 def special_form(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -214,16 +267,7 @@ def special_form(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., An
 
     def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
         for func in funcs:
-            if func in _special_forms:
-                raise ArgumentError(
-                    f"special_form: {getattr(func, '__name__', func)!r} already has one"
-                )
-            _special_forms[func] = impl
+            _add(func, "special_form", special_form=impl)
         return impl
 
     return decorate
-
-
-def special_form_for(func: Any) -> Callable[..., Any] | None:
-    """The special form of ``func``, or None."""
-    return _special_forms.get(func)

@@ -37,7 +37,7 @@ from dmesh.ops.pipeline import (
     wrap,
 )
 from dmesh.ops.propagation import decide, rebased
-from dmesh.ops.registry import Call, Rule, decomposition_for
+from dmesh.ops.registry import Call, Rule, implementations
 from dmesh.ops.rules.elementwise import broadcast_shape, sharded_rows
 
 __all__ = ["in_place_view", "into", "masked"]
@@ -73,7 +73,7 @@ def into(call: PlainCall, ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict
             else:
                 ufunc(*[x._local if type(x) is DArray else x for x in inputs], out=target._local)
             return target
-    impl = decomposition_for((ufunc, "__call__")) if ufunc.nout > 1 else None
+    impl = implementations(ufunc).decomposition if ufunc.nout > 1 else None
     if impl is not None:
         return impl(*inputs, **kwargs)
     out = kwargs.pop("out")

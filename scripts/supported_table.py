@@ -83,13 +83,13 @@ def _summary(impl: Any) -> str:
 def table() -> str:
     """The markdown table, from the registry (one row per registered callable)."""
     import dmesh  # noqa: F401  (registers every rule)
-    from dmesh.ops.registry import _decompositions, registered
+    from dmesh.ops.registry import decompositions, registered
 
     rows: dict[str, tuple[str, str]] = {}
     for key, rule in registered().items():
         family = rule.name.partition(".")[0]
         rows[_label(key)] = (_kept(rule, key), FAMILY_COMMUNICATION.get(family, family))
-    for key, impl in _decompositions.items():
+    for key, impl in decompositions().items():
         rows.setdefault(_label(key), ("as its parts", _summary(impl)))
     lines = [
         f"{len(rows)} NumPy callables have a rule or a decomposition; any other NumPy "

@@ -48,11 +48,11 @@ for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray):
 # -- issue 14, item 1: two-output ufuncs, real_if_close, ufunc.outer/at/reduceat ----------
 _Z = _M + 1j * _RNG.uniform(-1e-17, 1e-17, (5, 4))
 SAMPLES[np.real_if_close] = [((_Z,), {}), ((_M + 1j * _M,), {}), ((_M,), {})]
-SAMPLES[(np.divmod, "__call__")] = [((_M * 10 - 5, 1.5), {}), ((_M * 10 - 5, _M[0] + 0.5), {})]
-SAMPLES[(np.frexp, "__call__")] = [((_M * 100 - 50,), {})]
-SAMPLES[(np.modf, "__call__")] = [((_M * 10 - 5,), {})]
+SAMPLES[np.divmod] = [((_M * 10 - 5, 1.5), {}), ((_M * 10 - 5, _M[0] + 0.5), {})]
+SAMPLES[np.frexp] = [((_M * 100 - 50,), {})]
+SAMPLES[np.modf] = [((_M * 10 - 5,), {})]
 for _u in (np.divmod, np.frexp, np.modf):
-    HOSTILE[(_u, "__call__")] = [((_H,) if _u.nin == 1 else (_H, 2.5), {})]
+    HOSTILE[_u] = [((_H,) if _u.nin == 1 else (_H, 2.5), {})]
 
 
 def _kinds(ufunc: np.ufunc) -> str:

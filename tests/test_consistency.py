@@ -41,7 +41,7 @@ from dmesh import Partial, Replicate, Shard
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.placement import Placement
 from dmesh.ops.kernels.linalg import REPLICATED_MATRIX
-from dmesh.ops.registry import _decompositions, registered
+from dmesh.ops.registry import decompositions, registered
 from helpers import BitVerdict
 
 # BUG: dmesh.distribute(x, mesh, [Partial("avg")]) gives every rank x as its term and
@@ -273,7 +273,7 @@ def partials(mesh: dmesh.DeviceMesh, turn: int) -> tuple[str, ...]:
 
 @pytest.mark.pure  # reads the registry, no communication
 def test_every_registered_op_has_samples() -> None:
-    missing = [k for k in [*registered(), *_decompositions] if k not in SAMPLES]
+    missing = [k for k in [*registered(), *decompositions()] if k not in SAMPLES]
     assert not missing, f"registered without samples: {missing}"
 
 

@@ -20,9 +20,9 @@ X = np.array([[np.nan, -0.0, 0.0, 2.5], [np.inf, -np.inf, -1.5, 7.0], [3.0, -2.0
 @pytest.fixture
 def unregistered_sin(monkeypatch: pytest.MonkeyPatch) -> None:
     """np.sin without its rule: it stands for a ufunc of another library."""
-    rules = dict(registry._rules)
-    del rules[np.sin]
-    monkeypatch.setattr(registry, "_rules", rules)
+    entries = dict(registry._entries)
+    del entries[np.sin]
+    monkeypatch.setattr(registry, "_entries", entries)
 
 
 def _placements(mesh: dmesh.DeviceMesh) -> list[list[object]]:

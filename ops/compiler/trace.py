@@ -37,13 +37,7 @@ from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.indexing.plans import plain_key, selection
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, prepare
-from dmesh.ops.registry import (
-    Rule,
-    decomposition_for,
-    keyword_form_for,
-    rule_for,
-    special_form_for,
-)
+from dmesh.ops.registry import Rule, implementations, run_forms
 
 __all__ = ["Node", "StandIn", "Trace", "copy_block", "describe", "same_block", "tracing"]
 
@@ -314,15 +308,11 @@ class Tracer:
             self.trace.graph_break(f"{label} with keywords {sorted(kw)} (no recorded form)")
         # Special forms and decompositions are written in NumPy calls on DArrays:
         # run on stand-ins, their own calls are recorded (what they cannot, breaks).
-        special = special_form_for((ufunc, method))
-        if special is not None:
-            result = special(*inputs, **kw)
-            if result is not NotImplemented:
-                return result
-        impl = decomposition_for((ufunc, method))
-        if impl is not None:
-            return impl(*inputs, **kw)
-        rule = rule_for((ufunc, method))
+        entry = implementations((ufunc, method))
+        result = run_forms(entry, (ufunc, method), inputs, kw)
+        if result is not NotImplemented:
+            return result
+        rule = entry.rule
         if rule is None or rule.parse is None:
             self.trace.graph_break(f"{label}: no sharding rule to record")
         return self._parsed(ufunc, rule, inputs, kw, label)
@@ -341,21 +331,14 @@ class Tracer:
         label = function_label(func)
         if not self._ours(walk(args) + walk(kw), label):
             return self.saved["dispatch_function"](func, types, args, kw)
-        # As the eager dispatch (ops/dispatch.py), in its order; the forms,
+        # In the one order of every door (ops.registry.Implementations); the forms,
         # decompositions and NumPy's own implementations are written in NumPy
         # calls on DArrays, so running them on stand-ins records their calls.
-        form = keyword_form_for(func, kw) if kw else None
-        if form is not None:
-            return form(func, *args, **kw)
-        impl = decomposition_for(func)
-        if impl is not None:
-            return impl(*args, **kw)
-        special = special_form_for(func)
-        if special is not None:
-            result = special(*args, **kw)
-            if result is not NotImplemented:
-                return result
-        rule = rule_for(func)
+        entry = implementations(func)
+        result = run_forms(entry, func, args, kw)
+        if result is not NotImplemented:
+            return result
+        rule = entry.rule
         if rule is None and implementation_of(func) is not None:
             return run_implementation(func, args, kw)
         if rule is None or rule.parse is None:
@@ -366,11 +349,12 @@ class Tracer:
         label = f"np.{ufunc.__name__}"
         if ufunc is np.power and any(kind_of(x) in "biu" for x in inputs):
             self.trace.graph_break("np.power of integers (its error check reads values)")
-        rule = rule_for(ufunc)
+        entry = implementations(ufunc)
+        result = run_forms(entry, ufunc, inputs, {})
+        if result is not NotImplemented:  # two outputs: np.divmod, np.frexp
+            return result
+        rule = entry.rule
         if rule is None:
-            impl = decomposition_for((ufunc, "__call__"))  # two outputs: np.divmod, np.frexp
-            if impl is not None:
-                return impl(*inputs)
             self.trace.graph_break(f"{label}: no sharding rule to record")
         if rule.parse is not None:
             return self._parsed(ufunc, rule, inputs, {}, label)

@@ -7,8 +7,8 @@ the ``modf``'s, nor ``divmod`` of a partial sum the sum of the ``divmod``'s),
 then the ufunc runs once on the blocks and each of its outputs is wrapped in
 the decided layout: the quotient and the remainder come from one call, as
 NumPy computes them. ``out=(o1, o2)`` writes each result into its DArray
-(None leaves a result new). Keyed ``(ufunc, "__call__")``: dispatch hands a
-two-output ufunc's call here.
+(None leaves a result new). Registered as the ufunc's decomposition: dispatch
+hands a two-output ufunc's call here.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _decomposition(ufunc: np.ufunc) -> Any:
 
 
 for _ufunc in TWO_OUTPUTS:
-    decompose((_ufunc, "__call__"))(_decomposition(_ufunc))
+    decompose(_ufunc)(_decomposition(_ufunc))
 
 
 @decompose(np.real_if_close)

@@ -116,17 +116,66 @@ def test_mismatch_is_reported() -> None:
 
 
 def test_a_callable_gets_one_implementation() -> None:
-    """A rule for a callable that has a decomposition (or the reverse) is an error at
-    registration, not a shadow the dispatcher silently never reaches."""
+    """A rule for a callable that has a decomposition (or the reverse), a special form
+    beside a decomposition, and any form registered twice are errors at registration,
+    not shadows the dispatcher silently never reaches; a refused registration changes
+    nothing."""
     from dmesh.collectives.errors import ArgumentError
-    from dmesh.ops.registry import decompose, decomposition_for, register, rule_for
+    from dmesh.ops import registry
+    from dmesh.ops.registry import (
+        decompose,
+        implementations,
+        keyword_form,
+        register,
+        rule_for,
+        special_form,
+    )
 
-    decomposed = next(f for f in (np.var, np.std, np.amax) if decomposition_for(f) is not None)
-    with pytest.raises(ArgumentError, match="decomposition"):
+    before = dict(registry._entries)
+    decomposed = next(f for f in (np.var, np.std, np.amax) if implementations(f).decomposition)
+    with pytest.raises(ArgumentError, match="already has a decomposition"):
         register(decomposed, name="twice", out_shape=lambda call: ())(lambda call: [])
+    with pytest.raises(ArgumentError, match="already has a decomposition"):
+        special_form(decomposed)(lambda *args: NotImplemented)
     ruled = np.add
     assert rule_for(ruled) is not None
     with pytest.raises(ArgumentError, match="already has a rule"):
         decompose(ruled)(lambda *args: None)
+    with pytest.raises(ArgumentError, match="already has a rule"):
+        register(ruled, name="twice", out_shape=lambda call: ())(lambda call: [])
+    special = next(f for f, e in registry._entries.items() if e.special_form is not None)
+    with pytest.raises(ArgumentError, match=r"already has a (rule|special form)"):
+        decompose(special)(lambda *args: None)
+    with pytest.raises(ArgumentError, match="already has a special form"):
+        special_form(special)(lambda *args: NotImplemented)
+    keyworded = next(f for f, e in registry._entries.items() if e.keyword_form is not None)
+    with pytest.raises(ArgumentError, match="already has a keyword form"):
+        keyword_form(keyworded, keywords={"out"})(lambda *args, **kw: None)
     assert rule_for(decomposed) is None
-    assert decomposition_for(ruled) is None
+    assert implementations(ruled).decomposition is None
+    assert registry._entries == before
+
+
+def test_every_door_tries_the_forms_in_one_order() -> None:
+    """``run_forms``: a keyword form for its keywords, then the decomposition, then the
+    special form (which may decline), then the rule's turn (``NotImplemented``)."""
+    from dmesh.ops.registry import Implementations, run_forms
+
+    seen: list[str] = []
+
+    def form(name: str, result: object = None) -> object:
+        def impl(*args: object, **kwargs: object) -> object:
+            seen.append(name)
+            return name if result is None else result
+
+        return impl
+
+    both = Implementations(
+        keyword_form=form("keyword"), keywords=frozenset({"where"}), decomposition=form("dec")
+    )
+    assert run_forms(both, np.sum, (1,), {"where": True}) == "keyword"
+    assert run_forms(both, np.sum, (1,), {"axis": 0}) == "dec"
+    declining = Implementations(special_form=form("special", NotImplemented))
+    assert run_forms(declining, np.where, (1,), {}) is NotImplemented
+    assert run_forms(Implementations(), np.add, (1, 2), {}) is NotImplemented
+    assert seen == ["keyword", "dec", "special"]
