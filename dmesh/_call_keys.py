@@ -20,7 +20,8 @@ the callable and of what that decision depends on, and nothing else:
 Every door builds its key here: the operators and ufuncs (:func:`call_key`,
 :func:`binary_key`), ``__array_function__`` calls with positional arguments
 (:func:`argument_key`), calls whose rule parsed the arguments
-(:func:`parsed_key`) and ``out=`` calls (:func:`out_key`). The hottest paths
+(:func:`parsed_key`), ``out=`` calls (:func:`out_key`) and basic indexing,
+``a[key]`` and ``a[key] = v`` (:func:`index_key`, kept with the array's spec). The hottest paths
 (``a * b`` in ``dmesh._elision``, ``np.add(a, b)`` and ``np.sqrt(a)`` in
 ``dmesh.ops.dispatch.call_ufunc``) write :func:`operand_key` out inline for a
 DArray and fall back on it for everything else; ``tests/test_call_keys.py``
@@ -37,8 +38,8 @@ import numpy as np
 from dmesh.core.scalars import KEY_SCALARS, KIND_TYPED
 
 __all__ = [
-    "PARSED", "argument_key", "binary_key", "call_key", "keyword_key", "operand_key",
-    "out_key", "parsed_key", "value_key",
+    "PARSED", "argument_key", "binary_key", "call_key", "index_key", "keyword_key",
+    "operand_key", "out_key", "parsed_key", "value_key",
 ]  # fmt: skip
 
 # The DArray class itself, set by dmesh.darray (this module sits below it). Its
@@ -49,6 +50,8 @@ darray_type: Any = None
 PARSED = "parsed"
 
 _VALUES = (bool, int, str)
+_SLICE = "slice"  # tags a slice's fields in an index key (no plain item is a str)
+_INT_TYPES = (int, np.integer)
 
 
 def operand_key(x: Any) -> Any:
@@ -156,3 +159,50 @@ def out_key(ufunc: np.ufunc, target: Any, inputs: Sequence[Any]) -> tuple[Any, .
             y._spec if type(y) is darray else operand_key(y),
         )
     return (ufunc, target._spec, *[operand_key(x) for x in inputs])
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, _INT_TYPES) and not isinstance(v, (bool, np.bool_))
+
+
+def _plain_item(item: Any) -> Any:
+    """The hashable form of a key item :func:`index_key` does not take inline (NumPy
+    integers, slices of them, ``None``, ``...``), or NotImplemented."""
+    if type(item) is slice:
+        fields = (item.start, item.stop, item.step)
+        if all(v is None or _plain_int(v) for v in fields):
+            return (_SLICE, *(None if v is None else int(v) for v in fields))
+        return NotImplemented
+    if item is None or item is Ellipsis:
+        return item
+    if _plain_int(item):
+        return int(item)
+    return NotImplemented
+
+
+def index_key(key: Any) -> Any:
+    """The hashable form of a plain basic key (``a[key]``, ``a[key] = v``: Python or NumPy
+    integers, not bools, slices of them, ``None``, ``...``, alone or in a tuple), under
+    which ``dmesh.ops.indexing.plans`` keeps its plans with the array's spec; None for
+    any other key (arrays, masks, lists), which is planned afresh."""
+    out = []
+    for item in key if type(key) is tuple else (key,):
+        # Python ints and slices of them inline: this runs on every cached a[key].
+        kind = type(item)
+        if kind is int:
+            out.append(item)
+            continue
+        if kind is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if (
+                (start is None or type(start) is int)
+                and (stop is None or type(stop) is int)
+                and (step is None or type(step) is int)
+            ):
+                out.append((_SLICE, start, stop, step))
+                continue
+        plain = _plain_item(item)
+        if plain is NotImplemented:
+            return None
+        out.append(plain)
+    return tuple(out)

@@ -138,7 +138,7 @@ _entries: dict[Any, Implementations] = {}
 
 
 def implementations(func: Any) -> Implementations:
-    """What is registered for ``func`` (:data:`NOTHING` when nothing is)."""
+    """What is registered for ``func`` (``NOTHING``, an empty entry, when nothing is)."""
     return _entries.get(func, NOTHING)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._call_keys import index_key
 from dmesh.darray import DArray
 from dmesh.ops.compiler.agreement import agree
 from dmesh.ops.compiler.errors import GraphBreak
@@ -40,7 +41,6 @@ from dmesh.ops.compiler.scalars import Reads, reduction_route
 from dmesh.ops.compiler.signature import Unkeyable, key_of, rebuild
 from dmesh.ops.compiler.steps import BREAK, Slot, State, rebuild_template, template_of
 from dmesh.ops.compiler.trace import StandIn, Tracer, describe
-from dmesh.ops.indexing.plans import plain_key
 
 __all__ = ["LazyArray", "Segments", "State"]
 
@@ -264,7 +264,7 @@ class Segments:
             if self._head[0] == "getitem" and isinstance(items, DArray):
                 # a[1:-1, 2:], the commonest step of stencil code: the key's hashable
                 # form as the indexing caches make it, not key_of's recursion.
-                plain = plain_key(kw)
+                plain = index_key(kw)
                 if plain is not None:
                     return (self._operand(items), ("K", plain))
             return key_of(payload, self._operand)

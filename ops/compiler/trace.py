@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._call_keys import index_key
 from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
@@ -34,7 +35,7 @@ from dmesh.ops.compiler.result_dtype import result_dtype
 from dmesh.ops.compiler.writes import mask_writer, plan_mask_write, plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
-from dmesh.ops.indexing.plans import plain_key, selection
+from dmesh.ops.indexing.plans import selection
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, prepare
 from dmesh.ops.registry import Rule, implementations, run_forms
@@ -208,7 +209,7 @@ class Tracer:
             if planned is not None:
                 spec, index = planned
                 held = self._block_node(index, a, spec, f"getitem[{stable(key)}]")
-                self.trace.held[held._slot] = selection(a.spec, key, plain_key(key)).owners
+                self.trace.held[held._slot] = selection(a.spec, key, index_key(key)).owners
                 return held
         if planned is None:
             self.trace.graph_break(f"indexing with {stable(key)} (moves data or reads values)")

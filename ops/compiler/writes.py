@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from dmesh._call_keys import index_key
 from dmesh.core.layout import Layout
 from dmesh.core.spec import DArraySpec
 from dmesh.ops.compiler.nodes import stable
 from dmesh.ops.indexing.masks import rows_only
-from dmesh.ops.indexing.plans import NOWHERE, plain_key, selection
+from dmesh.ops.indexing.plans import NOWHERE, selection
 from dmesh.ops.pipeline import SCALARS
 
 __all__ = ["mask_writer", "plan_mask_write", "plan_write", "writer"]
@@ -61,7 +62,7 @@ def plan_write(
     and the layout the value must have first (None for a scalar); ``traced`` says whether
     ``value`` is a stand-in of the trace, ``held`` the owners of a value read from a
     detached selection (None for any other). Anything else calls ``graph_break``."""
-    hashable = plain_key(key)
+    hashable = index_key(key)
     if hashable is None:
         graph_break(f"assignment with the key {stable(key)} (masks, index arrays)")
     plan = selection(spec, key, hashable)  # (raises as NumPy does for a bad key)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dmesh import _hooks
+from dmesh._call_keys import index_key
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import ArgumentError, ArgumentTypeError, UnsupportedError
 from dmesh.core.layout import Layout
@@ -27,7 +28,7 @@ from dmesh.ops.indexing import masks, views
 from dmesh.ops.indexing.basic import NOT_HELD, expand_key, plan_index
 from dmesh.ops.indexing.fancy import block_of, broadcast_layout
 from dmesh.ops.indexing.operands import reduce_in_place
-from dmesh.ops.indexing.plans import Selection, plain_key, scalar_writes, selection
+from dmesh.ops.indexing.plans import Selection, scalar_writes, selection
 from dmesh.ops.pipeline import SCALARS
 
 __all__ = ["setitem"]
@@ -43,7 +44,7 @@ def setitem(a: DArray, key: Any, value: Any) -> None:
     it becomes replicated along its partial mesh dims.
     """
 
-    hashable = plain_key(key)
+    hashable = index_key(key)
     if hashable is not None:
         if type(a) is DArray and a._view is None and _hooks.before_block_access is None:
             # The commonest writes, from what earlier ones found: a Python scalar

@@ -6,18 +6,17 @@ element, whether the result is a detached view) depends only on the array's
 spec and the key, so it is computed once per (spec, key) and kept, as
 dispatch keeps its steps. A key is cacheable when it is plain: Python or
 NumPy integers (not bools), slices of them, ``None`` and ``...``, alone or in
-a tuple; :func:`plain_key` makes its hashable form (slices are unhashable
-before Python 3.12), and anything else (arrays, masks, lists) gets None and
-takes the general path.
+a tuple; :func:`dmesh._call_keys.index_key` makes its hashable form (slices
+are unhashable before Python 3.12), and anything else (arrays, masks, lists)
+gets None and takes the general path.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from dmesh import _hooks
+from dmesh._call_keys import index_key
 from dmesh.collectives.device import array_module
 from dmesh.core.layout import Layout
 from dmesh.core.placement import Partial, Replicate
@@ -28,12 +27,10 @@ from dmesh.ops.indexing.basic import NOT_HELD, absent_term, plan_index
 from dmesh.ops.indexing.views import ViewOf, c_contiguous, normalize
 
 __all__ = [
-    "NOWHERE", "Selection", "block_views", "getitem", "held_views", "plain_key", "scalar_writes",
+    "NOWHERE", "Selection", "block_views", "getitem", "held_views", "scalar_writes",
     "selection",
 ]  # fmt: skip
 
-_SLICE = "slice"  # tags a slice's fields in a hashable key (no plain item is a str)
-_INT_TYPES = (int, np.integer)
 LIMIT = 4096  # plans kept; specs hold meshes, so the cache is bounded
 
 
@@ -50,50 +47,6 @@ class Selection(NamedTuple):
     items: tuple[int | range | None, ...]  # the key as views.normalize gives it
     layout: Layout  # of the selection
     writable: Layout  # the selection's layout with its partial dims replicated
-
-
-def _plain_int(v: Any) -> bool:
-    return isinstance(v, _INT_TYPES) and not isinstance(v, (bool, np.bool_))
-
-
-def _plain_item(item: Any) -> Any:
-    """The hashable form of a key item :func:`plain_key` does not take inline (NumPy
-    integers, slices of them, ``None``, ``...``), or NotImplemented."""
-    if type(item) is slice:
-        fields = (item.start, item.stop, item.step)
-        if all(v is None or _plain_int(v) for v in fields):
-            return (_SLICE, *(None if v is None else int(v) for v in fields))
-        return NotImplemented
-    if item is None or item is Ellipsis:
-        return item
-    if _plain_int(item):
-        return int(item)
-    return NotImplemented
-
-
-def plain_key(key: Any) -> Any:
-    """A hashable form of a plain basic key; None for any other key."""
-    out = []
-    for item in key if type(key) is tuple else (key,):
-        # Python ints and slices of them inline: this runs on every cached a[key].
-        kind = type(item)
-        if kind is int:
-            out.append(item)
-            continue
-        if kind is slice:
-            start, stop, step = item.start, item.stop, item.step
-            if (
-                (start is None or type(start) is int)
-                and (stop is None or type(stop) is int)
-                and (step is None or type(step) is int)
-            ):
-                out.append((_SLICE, start, stop, step))
-                continue
-        plain = _plain_item(item)
-        if plain is NotImplemented:
-            return None
-        out.append(plain)
-    return tuple(out)
 
 
 _selections: dict[tuple[DArraySpec, Any], Selection] = {}
@@ -117,7 +70,7 @@ scalar_writes: dict[tuple[DArraySpec, Any], tuple[Any, ...]] = {}
 
 
 def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
-    """The plan of ``a[key]`` for an ``a`` of ``spec`` (``hashable`` is ``plain_key(key)``).
+    """The plan of ``a[key]`` for an ``a`` of ``spec`` (``hashable`` is ``index_key(key)``).
 
     Raises as NumPy does for a bad key (out of range, too many indices), on
     every rank alike: the check reads the spec only.
@@ -162,7 +115,7 @@ def selection(spec: DArraySpec, key: Any, hashable: Any) -> Selection:
 
 def getitem(a: DArray, key: Any) -> DArray:
     """``a[key]``: a plain basic key from the plan cache, any other key by ``basic.getitem``."""
-    hashable = plain_key(key)
+    hashable = index_key(key)
     if hashable is None:
         return basic.getitem(a, key)
     spec = a._spec
