@@ -200,6 +200,15 @@ class Tracer:
         spec = DArraySpec(a.spec.mesh, a.spec.layout, dtype)
         return self._block_node(functools.partial(func, spec=a.spec), a, spec, stable(what))
 
+    def block_map(
+        self, func: Callable[[Any], Any], a: StandIn, spec: DArraySpec, what: str
+    ) -> StandIn:
+        """Record ``func(block of a)``, a block of ``spec`` that a kernel planned from the
+        specs alone (a local pass of ``np.fft``'s plan): no message."""
+        if spec.mesh is not a.spec.mesh:
+            self.trace.graph_break(f"{what}: a block of another mesh")
+        return self._block_node(func, a, spec, stable(what))
+
     def getitem(self, a: StandIn, key: Any) -> StandIn:
         """Record ``a[key]`` when it is plain basic indexing (a view of the block, no
         message); anything else (masks, index arrays, mirrored blocks) breaks the graph."""

@@ -65,6 +65,7 @@ axes, and ``out=``.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from functools import lru_cache
 from typing import Any
@@ -190,6 +191,9 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
         start = Layout.balanced(start.mesh_shape, placements, start.shape)
     steps, final = plan_fft(start, transforms, kind in ("fft", "rfft"), name)
     a = a.reduce_partials().with_layout(start)  # (moves nothing: the layouts agree)
+    recorder = _hooks.recorder
+    if recorder is not None and recorder.records(a):  # dmesh.compile traces: the plan recorded
+        return _recorded(recorder, a, steps, norm, name)
     mesh = a.mesh
     if mesh.coordinate is None:  # outside the mesh: an empty block, no message
         xp = array_module(a.local)
@@ -199,16 +203,43 @@ def _run(a: Any, kind: str, s: Any, axes: Any, norm: Any, out: Any, name: str) -
     layout = a.spec.layout
     for step in steps:
         if step[0] == "transform":
-            fft = array_module(block).fft
-            for axis, n, func in step[1]:
-                block = getattr(fft, func)(block, n=n, axis=axis, norm=norm)
-        elif tracing.hooked or _hooks.recorder is not None:  # watched or recorded: as any move
+            block = _passes(block, passes=step[1], norm=norm)
+        elif tracing.hooked:  # watched: as any move
             spec = DArraySpec(mesh, layout, np.dtype(block.dtype))
             block = DArray(block, spec).with_layout(step[1]).local
         else:  # the transpose's planned steps run on the block (cached plan, no DArray)
             block = run_steps(block, plan_redistribution(layout, step[1], True), mesh, mesh)
         layout = step[-1]
     return DArray(block, DArraySpec(mesh, final, np.dtype(block.dtype)))
+
+
+def _passes(block: Any, passes: tuple[Any, ...], norm: Any) -> Any:
+    """A plan's ``"transform"`` step on a block: the 1-D transforms ``(axis, n, func)`` of
+    axes the block holds whole, in order (no message)."""
+    fft = array_module(block).fft
+    for axis, n, func in passes:
+        block = getattr(fft, func)(block, n=n, axis=axis, norm=norm)
+    return block
+
+
+def _recorded(recorder: Any, a: DArray, steps: tuple[Any, ...], norm: Any, name: str) -> Any:
+    """The plan's steps on ``a``, a stand-in of the function ``dmesh.compile`` traces: each
+    ``"transform"`` step a node on the block (its layout and dtype known from the plan),
+    each transpose a recorded redistribution. No block is read, so FFTs no longer break a
+    traced function (its plan runs them as the eager path does, with the same bits)."""
+    x: Any = a
+    dtype = np.dtype(a.dtype)
+    for step in steps:
+        if step[0] == "transform":
+            dtype = _result_dtype(dtype, tuple(func for _, _, func in step[1]))
+            spec = DArraySpec(a.mesh, step[2], dtype)
+            what = f"np.fft.{name} passes {step[1]} norm={norm!r}"
+            x = recorder.block_map(
+                functools.partial(_passes, passes=step[1], norm=norm), x, spec, what
+            )
+        else:
+            x = x.with_layout(step[1])
+    return x
 
 
 # -- the NumPy functions -----------------------------------------------------------
