@@ -11,6 +11,7 @@ the reduced value's.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Iterator
@@ -56,6 +57,11 @@ def _axis_method(func: Any, name: str, doc: str = "") -> Any:
     method.__name__, method.__qualname__ = name, f"DArray.{name}"
     method.__doc__ = f"``np.{name}(a, ...)``{doc}."
     return method
+
+
+def _cast_block(block: Any, *, spec: Any, dtype: np.dtype) -> Any:
+    """``astype(dtype)`` of one block (the node ``dmesh.compile`` records for it)."""
+    return block.astype(dtype)
 
 
 class ArrayMethods:
@@ -236,6 +242,10 @@ class ArrayMethods:
         ops = {p.op for p in self._spec.placements if isinstance(p, Partial)}
         if ops and dtype != self.dtype and not _cast_commutes(ops, self.dtype, dtype):
             source = self.reduce_partials()  # type: ignore[attr-defined]
+        recorder = _hooks.recorder
+        if recorder is not None and recorder.records(source):  # dmesh.compile traces: a node
+            cast = functools.partial(_cast_block, dtype=dtype)
+            return recorder.block_call(cast, source, f"astype({dtype})", lambda: dtype)  # type: ignore[no-any-return]
         # A new DArray, not type(self): a compiled call's stand-ins (dmesh.compile's lazy
         # arrays) are subclasses made another way, and the cast's result is a plain block.
         darray = _call_keys.darray_type

@@ -36,6 +36,7 @@ from dmesh.ops.compiler.writes import mask_writer, plan_mask_write, plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
 from dmesh.ops.indexing.plans import selection
+from dmesh.ops.integer_power import check_integer_power
 from dmesh.ops.numpy_implementations import implementation_of, run_implementation
 from dmesh.ops.pipeline import SCALARS, prepare
 from dmesh.ops.registry import Rule, implementations, run_forms
@@ -357,8 +358,13 @@ class Tracer:
 
     def _ufunc_call(self, ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
         label = f"np.{ufunc.__name__}"
-        if ufunc is np.power and any(kind_of(x) in "biu" for x in inputs):
-            self.trace.graph_break("np.power of integers (its error check reads values)")
+        if ufunc is np.power and len(inputs) == 2:
+            base, exponent = inputs
+            if isinstance(exponent, DArray) and kind_of(base) in "biu" and kind_of(exponent) == "i":
+                self.trace.graph_break("np.power of integers (its error check reads values)")
+            # A constant exponent: decided now, from what every rank knows (no message),
+            # as eagerly (z ** 3 of floats, n ** 2 of ints trace on).
+            check_integer_power("__call__", inputs, {})
         entry = implementations(ufunc)
         result = run_forms(entry, ufunc, inputs, {})
         if result is not NotImplemented:  # two outputs: np.divmod, np.frexp

@@ -1,0 +1,90 @@
+"""Kernels a compiled function records as nodes instead of breaking at (issue 29, item 4).
+
+``np.roll`` (its messages follow from the spec: a node on the block that sends the
+rows changing holder, as eagerly), ``astype`` (a cast of each block) and ``np.power``
+with a constant exponent (its integer error decided from the constant, as eagerly)
+no longer break a trace: Game of Life written with ``np.roll`` traces whole. Each is
+checked against eager's bits on row-, column- and 2-D-sharded, replicated and
+uneven (even empty) blocks, with shifts past the axis length and negative ones; a
+DArray exponent of integers still breaks (its error check reads values), and a
+negative constant exponent of integers raises NumPy's error at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+from test_compile import _against_eager
+
+import dmesh
+from dmesh import Replicate, Shard, compile
+from helpers import assert_all, assert_raises_all
+
+
+def _life_roll(Z: Any) -> Any:
+    for _ in range(2):
+        N = sum(np.roll(np.roll(Z, i, 0), j, 1) for i in (-1, 0, 1) for j in (-1, 0, 1) if i or j)
+        Z = ((N == 3) | (Z & (N == 2))).astype(Z.dtype)
+    return Z
+
+
+def _rolls(x: Any) -> Any:
+    a = np.roll(x * 2.0, 7, 0) - np.roll(x, -1, 1)
+    return np.roll(a, (1, -9), (0, 1)), np.roll(x, 3, 1).astype(np.float32), (x**3 + x**-1.0)
+
+
+def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
+    rest = [Replicate()] * (mesh.ndim - 1)
+    found = [[Shard(0), *rest], [Shard(1), *rest], [Replicate()] * mesh.ndim]
+    if mesh.ndim == 2:
+        found.append([Shard(0), Shard(1)])
+    return found
+
+
+@pytest.mark.parametrize("shape", [(9, 6), (4, 5)], ids=str)
+def test_rolls_and_casts_trace_whole(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, int]
+) -> None:
+    rng = np.random.default_rng(5)
+    life = (rng.random(shape) < 0.4).astype(np.int64)
+    values = rng.standard_normal(shape)
+    values[0, 0], values[-1, 1] = np.nan, -np.inf
+    found: list[str] = []
+    for placements in _placements(mesh):
+        for fn, data in ((_life_roll, life), (_rolls, values)):
+            x = dmesh.distribute(data, mesh, placements)
+            compiled = compile(fn, segments="always")
+            found += _against_eager(compiled, fn, (x,), f"{fn.__name__} {placements}")
+            if compiled.breaks:
+                found.append(f"{fn.__name__} {placements}: broke at {compiled.breaks}")
+    assert_all(comm, not found, "; ".join(found[:3]))
+
+
+def test_uneven_and_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    grid = np.random.default_rng(6).standard_normal((4, 3))
+    x = dmesh.distribute(np.concatenate([grid[:1], grid]), mesh, [Shard(0)] * mesh.ndim)[1:]
+    compiled = compile(_rolls, segments="always")
+    found = _against_eager(compiled, _rolls, (x,), "uneven")
+    assert_all(comm, not found and not compiled.breaks, f"{found[:2]} {compiled.breaks}")
+
+
+def test_integer_powers(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    n = dmesh.distribute(np.arange(-3, 5 * comm.size), mesh, [Shard(0)] * mesh.ndim)
+
+    def squares(n: Any) -> Any:
+        return np.power(n, 3) + n**2
+
+    compiled = compile(squares, segments="always")
+    found = _against_eager(compiled, squares, (n,), "constant exponent")
+    assert_all(comm, not found and not compiled.breaks, f"{found[:2]} {compiled.breaks}")
+
+    def by_array(n: Any) -> Any:
+        return np.power(n, n * 0 + 2)
+
+    compiled = compile(by_array, segments="always")
+    found = _against_eager(compiled, by_array, (n,), "array exponent")
+    assert_all(comm, not found and bool(compiled.breaks), f"{found[:2]} {compiled.breaks}")
+    assert_raises_all(comm, ValueError, lambda: compile(lambda n: np.power(n, -1))(n))
