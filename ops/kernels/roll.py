@@ -35,7 +35,7 @@ from dmesh.core.transfers import transfer_pieces
 from dmesh.darray import DArray
 from dmesh.ops import halo_messages as messages
 
-__all__ = ["RollPlan", "roll_blocks", "roll_plan", "rolled_block"]
+__all__ = ["RollPlan", "roll_blocks", "roll_plan"]
 
 Slices = tuple[slice, ...]
 
@@ -144,17 +144,6 @@ def roll_blocks(a: DArray, shift: int, axis: int) -> DArray | None:
         _copy_kept(plan, block, out)
         _device_exchange(plan, block, out, comm)
     return DArray(out, a._spec)
-
-
-def rolled_block(block: Any, *, spec: Any, shift: int, axis: int) -> Any:
-    """This rank's block of ``np.roll`` by ``0 < shift < n`` along ``axis`` of an array of
-    ``spec`` without partial terms whose block is ``block`` (collective where ``axis`` is
-    sharded): the node a ``dmesh.compile`` trace records for ``np.roll``."""
-    if spec.layout.bounds[axis] is None:  # every block holds the whole axis
-        return array_module(block).roll(block, shift, axis)
-    rolled = roll_blocks(DArray(block, spec), shift, axis)
-    assert rolled is not None  # (no partial terms: the caller checked)
-    return rolled._local
 
 
 # (spec, shift, axis) -> (the rank's plan, its messages' parts, their buffers or None):
