@@ -1,7 +1,9 @@
 """Calls a compiled function records as nodes instead of breaking at (issue 29, item 4).
 
-``astype`` (a cast of each block) and ``np.power`` with a constant exponent (its
-integer error decided from the constant, as eagerly) no longer break a trace. Each
+``astype`` (a cast of each block), ``np.zeros_like``, ``ones_like``, ``full_like`` and
+``empty_like`` with a scalar fill (a block made like the argument's) and ``np.power``
+with a constant exponent (its integer error decided from the constant, as eagerly)
+no longer break a trace. Each
 is checked against eager's bits on row-, column- and 2-D-sharded, replicated and
 uneven (even empty) blocks, with hostile values; a DArray exponent of integers still
 breaks (its error check reads values), a negative constant exponent of integers
@@ -35,6 +37,13 @@ def _casts(x: Any) -> Any:
     return a, (x**3 + x**-1.0).astype(np.int8, copy=False), x.astype(np.float64, copy=False)
 
 
+def _likes(x: Any) -> Any:
+    e = np.empty_like(x, dtype=np.float32)
+    e[...] = 2.5  # (a write node: its values are the write's)
+    z = np.zeros_like(x) + x
+    return z, np.ones_like(x, dtype=np.int16) * 3, np.full_like(x, np.nan) - x, e
+
+
 def _rolls(x: Any) -> Any:
     return np.roll(x * 2.0, 7, 0) - np.roll(x, -1, 1)
 
@@ -57,7 +66,7 @@ def test_casts_and_powers_trace_whole(
     values[0, 0], values[-1, 1] = np.nan, -np.inf
     found: list[str] = []
     for placements in _placements(mesh):
-        for fn, data in ((_life, life), (_casts, values)):
+        for fn, data in ((_life, life), (_casts, values), (_likes, values)):
             x = dmesh.distribute(data, mesh, placements)
             compiled = compile(fn, segments="always")
             found += _against_eager(compiled, fn, (x,), f"{fn.__name__} {placements}")

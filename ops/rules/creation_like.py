@@ -16,10 +16,12 @@ makes only its block.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from dmesh import _hooks
 from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import UnsupportedError
 from dmesh.core.layout import Layout
@@ -69,21 +71,29 @@ def _filled(a: DArray, fill: Any, dtype: Any, shape: Any) -> DArray:
         if fill is None:
             return dmesh_empty(block_shape, mesh=a.mesh, dtype=dtype)
         return dmesh_full(block_shape, fill, mesh=a.mesh, dtype=dtype)
-    block = a.local
-    if type(block) is np.ndarray and block_shape is None:
+    if block_shape is None:
+        recorder = _hooks.recorder
+        if recorder is not None and recorder.records(a) and np.ndim(fill) == 0:
+            # dmesh.compile traces: a node making the block (no message, no value read)
+            made_block = functools.partial(_filled_block, fill=fill, dtype=dtype)
+            return recorder.block_map(made_block, a, made, f"full_like({fill!r}, {dtype})")  # type: ignore[no-any-return]
+        return DArray(_filled_block(a.local, fill, dtype), made)
+    local = array_module(a.local).empty(block_shape, dtype)  # shape=: a new block, cut
+    if fill is not None:  # as the layout kept says
+        local[...] = fill
+    return DArray(local, made)
+
+
+def _filled_block(block: Any, fill: Any, dtype: np.dtype) -> Any:
+    """A block like ``block`` in ``dtype``, filled with ``fill`` (None: uninitialized)."""
+    if type(block) is np.ndarray:
         # np.full_like's own two steps, without its dispatch (a quarter of its time)
         local = np.empty_like(block, dtype)
         if fill is not None:
             np.copyto(local, fill, casting="unsafe")
-        return DArray(local, made)
+        return local
     xp = array_module(block)
-    if block_shape is not None:  # shape=: a new block, cut as the layout kept says
-        local = xp.empty(block_shape, dtype)
-        if fill is not None:
-            local[...] = fill
-        return DArray(local, made)
-    local = xp.empty_like(block, dtype) if fill is None else xp.full_like(block, fill, dtype)
-    return DArray(local, made)
+    return xp.empty_like(block, dtype) if fill is None else xp.full_like(block, fill, dtype)
 
 
 def _keyed(fill: Any, shape: Any) -> bool:
