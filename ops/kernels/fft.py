@@ -222,12 +222,12 @@ def _passes(block: Any, passes: tuple[Any, ...], norm: Any) -> Any:
     return block
 
 
-def _recorded(recorder: Any, a: DArray, steps: tuple[Any, ...], norm: Any, name: str) -> Any:
+def _recorded(recorder: Any, a: DArray, steps: tuple[Any, ...], norm: Any, name: str) -> DArray:
     """The plan's steps on ``a``, a stand-in of the function ``dmesh.compile`` traces: each
     ``"transform"`` step a node on the block (its layout and dtype known from the plan),
     each transpose a recorded redistribution. No block is read, so FFTs no longer break a
     traced function (its plan runs them as the eager path does, with the same bits)."""
-    x: Any = a
+    x: DArray = a
     dtype = np.dtype(a.dtype)
     for step in steps:
         if step[0] == "transform":

@@ -17,6 +17,7 @@ import numpy as np
 
 import dmesh.collectives as coll
 from dmesh import _hooks
+from dmesh._call_keys import operand_key
 from dmesh.collectives import tracing
 from dmesh.collectives.errors import ArgumentError, UnsupportedError
 from dmesh.core.placement import Shard
@@ -170,7 +171,7 @@ def allclose(
         and _hooks.recorder is None
         and not tracing.hooked
     ):
-        key = (a._spec, b._spec if kind is DArray else kind)
+        key = (operand_key(a), operand_key(b))  # (the call keys' scheme: dmesh._call_keys)
         comm = _verdicts.get(key, _UNPLANNED)
         if comm is _UNPLANNED:
             comm = _plan_verdict(a, b)
