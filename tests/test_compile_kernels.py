@@ -1,6 +1,8 @@
 """Calls a compiled function records as nodes instead of breaking at (issue 29, item 4).
 
-``astype`` (a cast of each block), ``np.zeros_like``, ``ones_like``, ``full_like`` and
+``argmax``/``argmin`` (a node running the kernel's plan, made from the spec: NumPy's
+answer on the blocks, the candidates gathered where the axis is sharded), ``astype``
+(a cast of each block), ``np.zeros_like``, ``ones_like``, ``full_like`` and
 ``empty_like`` with a scalar fill (a block made like the argument's) and ``np.power``
 with a constant exponent (its integer error decided from the constant, as eagerly)
 no longer break a trace. Each
@@ -44,6 +46,17 @@ def _likes(x: Any) -> Any:
     return z, np.ones_like(x, dtype=np.int16) * 3, np.full_like(x, np.nan) - x, e
 
 
+def _extremes(x: Any) -> Any:
+    d2 = (x * x)[:, :, None] - x[:, None, :]  # (k-means' distances, roughly)
+    return (
+        d2.argmin(axis=1) * 2,
+        np.argmax(x, axis=0) + 1,
+        np.argmin(x, axis=1, keepdims=True),
+        x.argmax() + 0,
+        np.argmax(x * 0.0),  # ties: the first
+    )
+
+
 def _rolls(x: Any) -> Any:
     return np.roll(x * 2.0, 7, 0) - np.roll(x, -1, 1)
 
@@ -66,7 +79,7 @@ def test_casts_and_powers_trace_whole(
     values[0, 0], values[-1, 1] = np.nan, -np.inf
     found: list[str] = []
     for placements in _placements(mesh):
-        for fn, data in ((_life, life), (_casts, values), (_likes, values)):
+        for fn, data in ((_life, life), (_casts, values), (_likes, values), (_extremes, values)):
             x = dmesh.distribute(data, mesh, placements)
             compiled = compile(fn, segments="always")
             found += _against_eager(compiled, fn, (x,), f"{fn.__name__} {placements}")

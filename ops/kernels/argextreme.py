@@ -18,6 +18,7 @@ the block's own ``argmax`` and the candidates' messages.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import dmesh.collectives as coll
+from dmesh import _hooks
 from dmesh.collectives.errors import ArgumentError, AxisArgumentError
 from dmesh.core.layout import Layout, sharding_mesh_dims
 from dmesh.core.placement import Placement, Replicate, Shard
@@ -139,7 +141,17 @@ def _extreme(
     _plans[normalized] = plan
     if key is not None and key[0] is spec:  # (partial terms: reduced first, each call)
         _plans[key] = plan
+    recorder = _hooks.recorder
+    if recorder is not None and recorder.records(a):  # dmesh.compile traces: a node
+        what = f"np.{name}(axis={axis}, keepdims={keepdims}, values={values})"
+        return recorder.block_map(functools.partial(_planned, plan=plan), a, plan.spec, what)
     return _run(plan, np.asarray(a.local))
+
+
+def _planned(block: Any, plan: _Plan) -> Any:
+    """``plan`` run on ``block``: the result's block (the node a compiled plan runs; its
+    spec, ``plan.spec``, is known from the operand's alone)."""
+    return _run(plan, block if type(block) is np.ndarray else np.asarray(block))._local
 
 
 def _plan(
