@@ -78,6 +78,16 @@ def _sharded(mesh: dmesh.DeviceMesh, x: np.ndarray) -> dmesh.DArray:
     return dmesh.distribute(x, mesh, [Shard(0)] * mesh.ndim)
 
 
+def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
+    """Row-, column-sharded and replicated placements on ``mesh`` (and both dims sharded
+    on a 2-D mesh), for a 2-D array."""
+    rest = [Replicate()] * (mesh.ndim - 1)
+    found = [[Shard(0), *rest], [Shard(1), *rest], [Replicate()] * mesh.ndim]
+    if mesh.ndim == 2:
+        found.append([Shard(0), Shard(1)])
+    return found
+
+
 def _uneven(mesh: dmesh.DeviceMesh, x: np.ndarray) -> dmesh.DArray:
     """``x`` with uneven blocks (the first rank's one shorter, maybe empty)."""
     return _sharded(mesh, np.concatenate([x[:1], x]))[1:]
@@ -93,6 +103,16 @@ def _against_eager(
         message = _same(compiled(*args), want)
         if message:
             found.append(f"{label} call {call}: {message}")
+    return found
+
+
+def _whole_against_eager(fn: Any, args: tuple[Any, ...], label: str) -> list[str]:
+    """What differs between ``fn(*args)`` and calls of ``compile(fn)``, and its graph
+    breaks, if any (``fn`` should trace whole)."""
+    compiled = compile(fn, segments="always")
+    found = _against_eager(compiled, fn, args, label)
+    if compiled.breaks:
+        found.append(f"{label}: broke at {compiled.breaks}")
     return found
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from mpi4py import MPI
-from test_compile import _against_eager, _same
+from test_compile import _against_eager, _placements, _same, _uneven, _whole_against_eager
 
 import dmesh
 from dmesh import Replicate, Shard, compile
@@ -36,14 +36,6 @@ def _complex_passes(z: Any) -> Any:
     y = np.fft.fftn(z, axes=(0, 1), norm="ortho")
     x = np.fft.ifft2(y * 2.0, norm="forward")
     return np.fft.fft(x, n=6, axis=0), np.fft.ifft(x, axis=1, norm="backward")
-
-
-def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
-    rest = [Replicate()] * (mesh.ndim - 1)
-    found = [[Shard(0), *rest], [Shard(1), *rest], [Replicate()] * mesh.ndim]
-    if mesh.ndim == 2:
-        found.append([Shard(0), Shard(1)])
-    return found
 
 
 def _grid(rows: int, cols: int, seed: int) -> np.ndarray:
@@ -65,23 +57,17 @@ def test_fft_steps_trace_whole(
             [Replicate()] * mesh.ndim,
         )
         try:
-            compiled = compile(_spectral_step, segments="always")
-            found += _against_eager(compiled, _spectral_step, (w, k), f"rfft2 {placements}")
+            found += _whole_against_eager(_spectral_step, (w, k), f"rfft2 {placements}")
         except dmesh.UnsupportedError:  # the planner found no axis to take the sharding
             continue
-        if compiled.breaks:
-            found.append(f"{placements}: broke at {compiled.breaks}")
         z = dmesh.distribute(_grid(*shape, 1) + 1j * _grid(*shape, 2), mesh, placements)
-        compiled = compile(_complex_passes, segments="always")
-        found += _against_eager(compiled, _complex_passes, (z,), f"fftn {placements}")
-        if compiled.breaks:
-            found.append(f"{placements}: broke at {compiled.breaks}")
+        found += _whole_against_eager(_complex_passes, (z,), f"fftn {placements}")
     assert_all(comm, not found, "; ".join(found[:3]))
 
 
 def test_uneven_and_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     grid = _grid(4, 6, 3)  # 3 rows over up to 4 ranks once cut: an empty block
-    w = dmesh.distribute(np.concatenate([grid[:1], grid]), mesh, [Shard(0)] * mesh.ndim)[1:]
+    w = _uneven(mesh, grid)
     k = dmesh.distribute(np.ones((4, 4)), mesh, [Replicate()] * mesh.ndim)
     compiled = compile(_spectral_step, segments="always")
     found = _against_eager(compiled, _spectral_step, (w, k), "uneven")

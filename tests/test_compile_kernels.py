@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 from mpi4py import MPI
-from test_compile import _against_eager
+from test_compile import _against_eager, _placements, _uneven, _whole_against_eager
 
 import dmesh
-from dmesh import Replicate, Shard, compile
+from dmesh import Shard, compile
 from helpers import assert_all, assert_raises_all
 
 
@@ -61,14 +61,6 @@ def _rolls(x: Any) -> Any:
     return np.roll(x * 2.0, 7, 0) - np.roll(x, -1, 1)
 
 
-def _placements(mesh: dmesh.DeviceMesh) -> list[list[Any]]:
-    rest = [Replicate()] * (mesh.ndim - 1)
-    found = [[Shard(0), *rest], [Shard(1), *rest], [Replicate()] * mesh.ndim]
-    if mesh.ndim == 2:
-        found.append([Shard(0), Shard(1)])
-    return found
-
-
 @pytest.mark.parametrize("shape", [(9, 6), (4, 5)], ids=str)
 def test_casts_and_powers_trace_whole(
     comm: MPI.Intracomm, mesh: dmesh.DeviceMesh, shape: tuple[int, int]
@@ -81,16 +73,13 @@ def test_casts_and_powers_trace_whole(
     for placements in _placements(mesh):
         for fn, data in ((_life, life), (_casts, values), (_likes, values), (_extremes, values)):
             x = dmesh.distribute(data, mesh, placements)
-            compiled = compile(fn, segments="always")
-            found += _against_eager(compiled, fn, (x,), f"{fn.__name__} {placements}")
-            if compiled.breaks:
-                found.append(f"{fn.__name__} {placements}: broke at {compiled.breaks}")
+            found += _whole_against_eager(fn, (x,), f"{fn.__name__} {placements}")
     assert_all(comm, not found, "; ".join(found[:3]))
 
 
 def test_uneven_and_empty_blocks(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     grid = np.random.default_rng(6).standard_normal((4, 3))
-    x = dmesh.distribute(np.concatenate([grid[:1], grid]), mesh, [Shard(0)] * mesh.ndim)[1:]
+    x = _uneven(mesh, grid)
     compiled = compile(_casts, segments="always")
     found = _against_eager(compiled, _casts, (x,), "uneven")
     assert_all(comm, not found and not compiled.breaks, f"{found[:2]} {compiled.breaks}")
