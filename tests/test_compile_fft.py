@@ -85,3 +85,20 @@ def test_a_sharded_1d_fft_still_breaks(comm: MPI.Intracomm, mesh: dmesh.DeviceMe
     assert_all(comm, not message, message)
     sharded = int(np.prod(mesh.shape)) > 1
     assert_all(comm, bool(compiled.breaks) == sharded, f"breaks: {compiled.breaks}")
+
+
+def test_ffts_in_segments(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """A value read between two transforms (a graph break): the FFTs on both sides are
+    recorded into segments, each run as one plan, with eager's bits."""
+
+    def damped(w: Any) -> Any:
+        w_hat = np.fft.rfft2(w)
+        scale = float(np.max(np.abs(w_hat)))  # read: the segment ends here
+        return np.fft.irfft2(w_hat / scale, s=w.shape), scale
+
+    w = _uneven(mesh, np.random.default_rng(7).standard_normal((6, 4)))  # (finite: a NaN
+    # scale would make every value NaN, and NaN != NaN)
+    compiled = compile(damped, segments="always")
+    found = _against_eager(compiled, damped, (w,), "segments")
+    assert_all(comm, not found and bool(compiled.breaks), f"{found[:2]} {compiled.breaks}")
+    assert_all(comm, compiled.segment_runs > 0, "no segment ran")
