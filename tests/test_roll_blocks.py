@@ -84,3 +84,33 @@ def test_roll_moves_every_dtype_as_bytes(comm: MPI.Intracomm, mesh: dmesh.Device
         a = dmesh.distribute(whole, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
         for shift in (1, -2):
             assert_equal_all(comm, np.roll(a, shift, 0).full_array(), np.roll(whole, shift, 0))
+
+
+def test_large_rolls_are_placed_away_from_their_source(
+    comm: MPI.Intracomm, mesh: dmesh.DeviceMesh
+) -> None:
+    """Blocks from ``roll.PLACED_BYTES`` on: NumPy's values along every axis and placement,
+    and each result block starts half a page (mod 4 KiB) after its source block, where
+    the shifted copy runs at full speed (no 4K aliasing of its loads and stores)."""
+    from dmesh.ops.kernels import roll
+
+    rows = 8 * comm.size + 3  # uneven blocks
+    cols = roll.PLACED_BYTES // 8 // 4 + 5  # each rank's block over the threshold
+    whole = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
+    whole[0, :3] = HOSTILE[:3]
+    found: list[str] = []
+    for placements in _placements(mesh):
+        x = dmesh.distribute(whole, mesh, placements)
+        for shift, axis in ((1, 1), (-1, 1), (3, 0), (-1, 0), (cols + 2, 1)):
+            got = np.roll(x, shift, axis)
+            if not np.array_equal(got.full_array(), np.roll(whole, shift, axis), equal_nan=True):
+                found.append(f"{placements} shift {shift} axis {axis}: values")
+            source, block = x.local, got.local
+            if block.nbytes >= roll.PLACED_BYTES:
+                gap = (block.ctypes.data - source.ctypes.data) % 4096
+                if gap != 2048:
+                    found.append(f"{placements} shift {shift} axis {axis}: gap {gap}")
+    assert_all(comm, not found, "; ".join(found[:3]))
+    block = np.ones((300, 300))
+    placed = roll.roll_whole(block, 7, 1)
+    assert_all(comm, np.array_equal(placed, np.roll(block, 7, 1)), "roll_whole")

@@ -25,7 +25,6 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from dmesh import _hooks
-from dmesh.collectives.device import array_module
 from dmesh.collectives.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -44,7 +43,7 @@ from dmesh.ops.kernels.joins import (
     seen_key,
     sharded_along,
 )
-from dmesh.ops.kernels.roll import roll_blocks
+from dmesh.ops.kernels.roll import roll_blocks, roll_whole
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
@@ -379,7 +378,7 @@ def _roll_axis(a: Any, shift: int, axis: int, join: Any) -> Any:
     else:  # every block holds the whole axis: each rank rolls its own (terms too: roll
         # permutes elements, so it commutes with the sum, min or max of partial terms)
         block = a._local
-        return DArray(array_module(block).roll(block, shift, axis), a._spec)
+        return DArray(roll_whole(block, shift, axis), a._spec)
     head = (slice(None),) * axis
     pieces = [a[head + (slice(n - shift, None),)], a[head + (slice(0, n - shift),)]]
     return join(pieces, axis, cut)
