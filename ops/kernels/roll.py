@@ -35,7 +35,9 @@ from dmesh.core.transfers import transfer_pieces
 from dmesh.darray import DArray
 from dmesh.ops import halo_messages as messages
 
-__all__ = ["RollPlan", "placed_empty", "roll_blocks", "roll_plan", "roll_whole"]
+__all__ = [
+    "RollPlan", "placed_empty", "roll_blocks", "roll_plan", "roll_whole", "rolled_block",
+]  # fmt: skip
 
 Slices = tuple[slice, ...]
 
@@ -184,6 +186,17 @@ def roll_whole(block: Any, shift: int, axis: int) -> Any:
     out[head + (slice(shift, None),)] = block[head + (slice(0, n - shift),)]
     out[head + (slice(0, shift),)] = block[head + (slice(n - shift, None),)]
     return out
+
+
+def rolled_block(block: Any, *, spec: Any, shift: int, axis: int) -> Any:
+    """This rank's block of ``np.roll`` by ``0 < shift < n`` along ``axis`` of an array of
+    ``spec``, without partial terms, whose block is ``block`` (collective where ``axis``
+    is sharded): the node a ``dmesh.compile`` trace records for ``np.roll``."""
+    if spec.layout.bounds[axis] is None:  # every block holds the whole axis
+        return roll_whole(block, shift, axis)
+    rolled = roll_blocks(DArray(block, spec), shift, axis)
+    assert rolled is not None  # (no partial terms: the caller checked)
+    return rolled._local
 
 
 # (spec, shift, axis) -> (the rank's plan, its messages' parts, their buffers or None):

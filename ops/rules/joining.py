@@ -17,6 +17,7 @@ output element copies one input element).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 from typing import Any
@@ -43,7 +44,7 @@ from dmesh.ops.kernels.joins import (
     seen_key,
     sharded_along,
 )
-from dmesh.ops.kernels.roll import roll_blocks, roll_whole
+from dmesh.ops.kernels.roll import roll_blocks, roll_whole, rolled_block
 from dmesh.ops.registry import Call, Row, decompose, partial_survives, register
 
 R = Replicate()
@@ -371,6 +372,17 @@ def _roll_axis(a: Any, shift: int, axis: int, join: Any) -> Any:
         return a
     shift %= n
     cut = a.spec.layout.bounds[axis]
+    recorder = _hooks.recorder
+    if (
+        recorder is not None
+        and recorder.records(a)
+        and not any(p.is_partial() for p in a.placements)
+    ):
+        # dmesh.compile traces: the roll is a node on the block, made as below when the
+        # plan runs (its messages follow from the spec: roll.rolled_block).
+        func = functools.partial(rolled_block, shift=shift, axis=axis)
+        what = f"np.roll(shift={shift}, axis={axis})"
+        return recorder.block_call(func, a, what, lambda: a.dtype)
     if cut is not None:  # a sharded axis: rows change holder in place, one message
         rolled = roll_blocks(a, shift, axis)
         if rolled is not None:
