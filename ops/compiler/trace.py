@@ -32,6 +32,7 @@ from dmesh.darray import DArray
 from dmesh.ops.compiler.errors import GraphBreak
 from dmesh.ops.compiler.nodes import Node, copy_block, describe, kind_of, same_block, stable, walk
 from dmesh.ops.compiler.result_dtype import result_dtype
+from dmesh.ops.compiler.selections import masked_rows
 from dmesh.ops.compiler.writes import mask_writer, plan_mask_write, plan_write
 from dmesh.ops.dispatch import function_label
 from dmesh.ops.indexing.basic import block_indexing
@@ -202,17 +203,21 @@ class Tracer:
         return self._block_node(functools.partial(func, spec=a.spec), a, spec, stable(what))
 
     def block_map(
-        self, func: Callable[[Any], Any], a: StandIn, spec: DArraySpec, what: str
+        self, func: Callable[..., Any], a: StandIn, spec: DArraySpec, what: str, *more: StandIn
     ) -> StandIn:
-        """Record ``func(block of a)``, a block of ``spec`` that a kernel planned from the
-        specs alone (a local pass of ``np.fft``'s plan): no message."""
+        """Record ``func(block of a, *blocks of more)``, a block of ``spec`` that a kernel
+        planned from the specs alone (a local pass of ``np.fft``'s plan)."""
         if spec.mesh is not a.spec.mesh:
             self.trace.graph_break(f"{what}: a block of another mesh")
-        return self._block_node(func, a, spec, stable(what))
+        return self._block_node(func, a, spec, stable(what), *more)
 
     def getitem(self, a: StandIn, key: Any) -> StandIn:
         """Record ``a[key]`` when it is plain basic indexing (a view of the block, no
-        message); anything else (masks, index arrays, mirrored blocks) breaks the graph."""
+        message), or a boolean mask of its rows (a selection only reduced: .selections);
+        anything else (other masks, index arrays, mirrored blocks) breaks the graph."""
+        selected = masked_rows(self, a, key) if isinstance(key, StandIn) else None
+        if selected is not None:
+            return selected  # type: ignore[return-value]
         planned = block_indexing(a.spec, key)
         if planned is None and self.detached:
             planned = block_indexing(a.spec, key, detached=True)
@@ -283,13 +288,16 @@ class Tracer:
         return result
 
     def _block_node(
-        self, func: Callable[[Any], Any], a: StandIn, spec: DArraySpec, what: str
+        self, func: Callable[..., Any], a: StandIn, spec: DArraySpec, what: str, *more: StandIn
     ) -> StandIn:
-        """Record ``func(block of a)``, a result of ``spec``, described as ``what``."""
+        """Record ``func(block of a, *blocks of more)``, a result of ``spec``, described as
+        ``what``."""
         trace = self.trace
         result = trace.stand_in(spec)
-        description = f"s{result._slot} = {what}(s{a._slot}) -> {describe(spec)}"
-        node = Node(func, what, None, (a._slot,), (None,), result._slot, spec, description)
+        slots = (a._slot, *(x._slot for x in more))
+        named = ", ".join(f"s{slot}" for slot in slots)
+        description = f"s{result._slot} = {what}({named}) -> {describe(spec)}"
+        node = Node(func, what, None, slots, (None,) * len(slots), result._slot, spec, description)
         trace.nodes.append(node)
         return result
 
