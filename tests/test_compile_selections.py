@@ -99,6 +99,7 @@ def test_other_uses_break(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
         "another axis": lambda x, v: x[v > 0].sum(axis=1),
         "no axis": lambda x, v: x[v > 0].mean() + x,
         "a ufunc": lambda x, v: np.sqrt(x[v > 0]).sum(axis=0),
+        "integers": lambda x, v: np.ones_like(x, dtype=np.int64)[v > 0].mean(axis=0),
     }
     found: list[str] = []
     for name, fn in uses.items():

@@ -3,10 +3,11 @@
 A selection's length is its mask's count, known only from the data, so no op on it
 can be planned before the plan runs, except a reduction over its rows, whose
 result's shape is known from ``X``'s. ``X[mask]`` with a boolean stand-in ``mask`` of
-``X``'s leading length gives a :class:`MaskedRows`, which only reduces (``sum``,
-``mean``, ``max``, ``min`` over axis 0, as a method or a NumPy function). The
-reduction is recorded as one node that runs eager's own ``X[mask]`` and reduction on
-the blocks (the counts' all-gather inside it), so the plan's bits are eager's.
+``X``'s leading length, ``X`` of floats or complex numbers, gives a
+:class:`MaskedRows`, which only reduces (``sum``, ``mean``, ``max``, ``min`` over axis
+0, as a method or a NumPy function). The reduction is recorded as one node that runs
+eager's own ``X[mask]`` and reduction on the blocks (the counts' all-gather inside
+it), so the plan's bits are eager's.
 
 Its result's spec is eager's for a selection of one row per block (the reductions'
 decisions follow from placements, not lengths), found at trace time on zeros, with
@@ -52,8 +53,9 @@ def masked_rows(tracer: Tracer, a: StandIn, mask: StandIn) -> MaskedRows | None:
         and mask.dtype == np.bool_
         and mask.ndim == 1
         and a.ndim >= 1
-        and mask.shape[0] == a.shape[0]
-    ):
+        and a.dtype.kind in "fc"  # (an integer mean, a bool sum change dtype: their terms
+        and mask.shape[0] == a.shape[0]  # are reduced first, a message the prediction
+    ):  # of the spec must not send)
         return None
     return MaskedRows(tracer, a, mask)
 
