@@ -118,3 +118,58 @@ def test_integer_powers(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
     found = _against_eager(compiled, by_array, (n,), "array exponent")
     assert_all(comm, not found and bool(compiled.breaks), f"{found[:2]} {compiled.breaks}")
     assert_raises_all(comm, ValueError, lambda: compile(lambda n: np.power(n, -1))(n))
+
+
+def _kernel_program(seed: int) -> Any:
+    """A generated program of six ops drawn from the kernels recorded as nodes (every rank
+    draws the same: the seed), with arithmetic between them."""
+    rng = np.random.default_rng(seed)
+    menu = ["roll0", "roll1", "fft", "argmax", "cast", "like", "mask_mean", "arith"]
+    ops = [str(rng.choice(menu)) for _ in range(6)]
+    values = [int(v) for v in rng.integers(-9, 10, 6)]
+
+    def program(u: Any, v: Any) -> Any:
+        kept: list[Any] = []
+        for op, value in zip(ops, values):
+            if op == "roll0":
+                u = np.roll(u, value, 0) - u
+            elif op == "roll1":
+                u = np.roll(u, value, 1) * 0.5
+            elif op == "fft":
+                u = np.fft.irfft2(np.fft.rfft2(u) * (1 + value * 1j), s=u.shape)
+            elif op == "argmax":
+                kept.append(np.argmax(u, axis=value % 2) + value)
+            elif op == "cast":
+                u = u.astype(np.float32).astype(np.float64) + value
+            elif op == "like":
+                u = u + np.full_like(u, value) - np.zeros_like(u)
+            elif op == "mask_mean":
+                kept.append(u[v > value / 10].mean(axis=0))
+            else:
+                u = u * value + 1.0
+        return u, kept
+
+    program.__name__ = f"kernels_{seed}_{'_'.join(ops)}"
+    return program
+
+
+def test_generated_kernel_programs(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Twelve generated programs, each compiled against eager's bits on every placement;
+    on row-sharded blocks each traces whole."""
+    rng = np.random.default_rng(9)
+    data, weights = rng.standard_normal((8, 6)), rng.standard_normal(8)
+    data[0, 1], data[3, 2] = np.nan, -np.inf
+    rows = [Shard(0), *[dmesh.Replicate()] * (mesh.ndim - 1)]
+    found: list[str] = []
+    with np.errstate(all="ignore"):
+        for seed in range(12):
+            fn = _kernel_program(seed)
+            for placements in _placements(mesh):
+                u = dmesh.distribute(data, mesh, placements)
+                v = dmesh.distribute(weights, mesh, rows)
+                compiled = compile(fn, segments="always")
+                label = f"{fn.__name__} {placements}"
+                found += _against_eager(compiled, fn, (u, v), label)
+                if placements == rows and compiled.breaks:
+                    found.append(f"{label}: broke at {compiled.breaks}")
+    assert_all(comm, not found, "; ".join(found[:3]))
