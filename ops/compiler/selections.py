@@ -29,10 +29,11 @@ import numpy as np
 
 from dmesh.collectives.errors import ShardingError
 from dmesh.core.layout import Layout
-from dmesh.core.placement import Replicate, Shard
+from dmesh.core.placement import Shard
 from dmesh.core.spec import DArraySpec
 from dmesh.darray import DArray
 from dmesh.ops.compiler.nodes import describe
+from dmesh.ops.indexing.masks import row_placements
 
 if TYPE_CHECKING:
     from dmesh.ops.compiler.trace import StandIn, Tracer
@@ -144,7 +145,7 @@ class MaskedRows:
 def _one_row_per_block(spec: DArraySpec) -> DArray:
     """Zeros laid out as eager's ``a[mask]`` of an ``a`` of ``spec`` would be, one row per
     block along dim 0 (the row layout of ``dmesh.ops.indexing.masks``)."""
-    placements = tuple(Shard(0) if isinstance(p, Shard) else Replicate() for p in spec.placements)
+    placements = tuple(row_placements(spec.placements))
     mesh = spec.mesh
     rows = math.prod(mesh.shape[m] for m, p in enumerate(placements) if isinstance(p, Shard))
     layout = Layout.balanced(mesh.shape, placements, (rows, *spec.shape[1:]))

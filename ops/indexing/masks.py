@@ -43,7 +43,7 @@ from dmesh.ops.registry import decompose
 
 __all__ = [
     "argwhere", "expand_masks", "flatnonzero", "has_mask", "leading_mask", "mask_assign",
-    "mask_select", "row_layout", "row_selection", "rows_only",
+    "mask_select", "row_layout", "row_placements", "row_selection", "rows_only",
 ]  # fmt: skip
 
 
@@ -111,15 +111,18 @@ def rows_only(placements: Sequence[Placement]) -> bool:
     return all(not (p.is_partial() or (isinstance(p, Shard) and p.dim != 0)) for p in placements)
 
 
+def row_placements(placements: Sequence[Placement]) -> list[Placement]:
+    """The placements of :func:`row_layout`: the mesh dims that shard any dim shard dim 0
+    instead (an all-to-all, never a gather: replicating a sharded mesh dim would bring its
+    blocks to every rank), the others replicate (partial terms reduced)."""
+    return [Shard(0) if isinstance(p, Shard) else Replicate() for p in placements]
+
+
 def row_layout(a: DArray) -> DArray:
     """``a`` with only dim 0 sharded (so each block is contiguous in C order), partials reduced."""
-    placements = list(a.placements)
-    if rows_only(placements):
+    if rows_only(a.placements):
         return a
-    # The mesh dims that shard any dim shard dim 0 instead (an all-to-all, never
-    # a gather: replicating a sharded mesh dim would bring its blocks to every rank).
-    placements = [Shard(0) if isinstance(p, Shard) else Replicate() for p in placements]
-    return a.redistribute(a.mesh, placements)
+    return a.redistribute(a.mesh, row_placements(a.placements))
 
 
 class _Counts(NamedTuple):
