@@ -173,3 +173,29 @@ def test_generated_kernel_programs(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) 
                 if placements == rows and compiled.breaks:
                     found.append(f"{label}: broke at {compiled.breaks}")
     assert_all(comm, not found, "; ".join(found[:3]))
+
+
+def _on_partials(x: Any) -> Any:
+    top = x.max(axis=0)  # Partial("max") where x's rows are sharded
+    total = np.sum(x, axis=0)  # Partial("sum")
+    spectrum = np.fft.rfft2(x * 0.0 + total)  # a partial broadcast into a full array
+    return (
+        np.roll(top, 1) + np.roll(total, -2),
+        np.argmax(top),
+        top.astype(np.float32),
+        np.zeros_like(total) + total,
+        np.abs(spectrum),
+    )
+
+
+def test_kernels_on_partial_operands(comm: MPI.Intracomm, mesh: dmesh.DeviceMesh) -> None:
+    """Partial(max) and Partial(sum) operands (reduced where a kernel needs values): the
+    compiled function answers as eagerly, bit for bit, traced whole or not."""
+    X = np.random.default_rng(11).standard_normal((9, 6))
+    X[0, 1], X[4, 2], X[7, 3] = np.nan, np.inf, -np.inf
+    found: list[str] = []
+    with np.errstate(all="ignore"):
+        for x in (dmesh.distribute(X, mesh, [Shard(0)] * mesh.ndim), _uneven(mesh, X)):
+            compiled = compile(_on_partials, segments="always")
+            found += _against_eager(compiled, _on_partials, (x,), f"{x.spec!r}")
+    assert_all(comm, not found, "; ".join(found[:3]))
